@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Build the initramfs of lab $1 from the exercise sources in $2 (the lab's
+# solution/, an attendee's exercises/, or a skeleton) into the cpio file $3.
+# The lab kernel (flavour default) must be built: its exported headers and
+# its usr/gen_init_cpio are used.
+#
+# Contents: Debian's static busybox, vm/guest/*, the lab's exercises and
+# tests (static, against the lab kernel's headers), and the tree's own pidfd
+# selftests.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+lab=$(resolve_lab "${1:?usage: build-initramfs.sh LAB EXERCISE_DIR OUTPUT}")
+exdir=$(cd "${2:?missing EXERCISE_DIR}" && pwd)
+cpio=$(realpath -m "${3:?missing OUTPUT}")
+src=$(lab_src "$lab")
+kout=$(lab_out "$lab")
+hdr=$kout/usr/include
+[ -d "$hdr" ] || die "the $lab kernel is not built yet: run 'make kernel LAB=${lab%%-*}'"
+busybox=/bin/busybox  # busybox-static installs it here
+[ -x "$busybox" ] || die "no static busybox: install it with 'make deps' (package busybox-static)"
+
+stage=$cpio.d
+rm -rf "$stage"
+mkdir -p "$stage/bin" "$stage/tests" "$stage/selftests"
+cc=(gcc -static -O2 -g -Wall -pthread -isystem "$hdr" -I"$KIT/vm/guest" -I"$exdir")
+
+gcc -static -O2 -Wall -o "$stage/bin/vm-exit" "$KIT/vm/guest/vm-exit.c"
+
+# Each exercise is a program of its own; tests link all of them with
+# LAB_TEST defined, which leaves their main() out.
+mapfile -t exercises < <(find "$exdir" -maxdepth 1 -name '*.c' | sort)
+for c in "${exercises[@]}"; do
+	"${cc[@]}" -o "$stage/bin/$(basename "$c" .c)" "$c"
+done
+for t in "$(lab_dir "$lab")"/tests/*.c; do
+	[ -f "$t" ] || continue
+	"${cc[@]}" -DLAB_TEST -I"$src/tools/testing/selftests" \
+		-o "$stage/tests/$(basename "$t" .c)" "$t" "${exercises[@]}"
+done
+
+# The tree's pidfd selftests, built by their own Makefile.
+make -s -C "$src/tools/testing/selftests/pidfd" OUTPUT="$stage/selftests" \
+	KHDR_INCLUDES="-isystem $hdr" LDFLAGS=-static >"$stage/selftests.log" 2>&1 ||
+	{ cat "$stage/selftests.log" >&2; die "the pidfd selftests did not build (log above)"; }
+rm -f "$stage/selftests.log"
+
+echo "$lab" >"$stage/name"
+cat >"$stage/motd" <<MOTD
+
+  Lab $lab -- $(uname -m) VM, kernel $(cat "$kout/include/config/kernel.release")
+  Your programs: /lab/bin   tests: /lab/tests   pidfd selftests: /lab/selftests
+  Run them all: run-tests      Leave: poweroff (or Ctrl-A x)
+
+MOTD
+
+list=$cpio.list
+{
+	echo "dir /dev 0755 0 0"
+	echo "nod /dev/console 0600 0 0 c 5 1"
+	for d in proc sys tmp root etc lab sbin usr usr/bin usr/sbin; do
+		echo "dir /$d 0755 0 0"
+	done
+	echo "dir /bin 0755 0 0"
+	echo "file /bin/busybox $busybox 0755 0 0"
+	"$busybox" --list-full | while read -r applet; do
+		case $applet in
+		sbin/poweroff | sbin/halt | sbin/reboot | bin/busybox) ;;
+		*) echo "slink /$applet /bin/busybox 0777 0 0" ;;
+		esac
+	done
+	for a in poweroff halt reboot; do
+		echo "slink /sbin/$a /lab/bin/vm-exit 0777 0 0"
+	done
+	echo "file /init $KIT/vm/guest/init 0755 0 0"
+	echo "file /etc/passwd /dev/null 0644 0 0"
+	(cd "$stage" && find . -mindepth 1 | sort) | while read -r p; do
+		p=${p#./}
+		if [ -d "$stage/$p" ]; then
+			echo "dir /lab/$p 0755 0 0"
+		else
+			echo "file /lab/$p $stage/$p $(stat -c %a "$stage/$p") 0 0"
+		fi
+	done
+	echo "file /lab/bin/run-tests $KIT/vm/guest/run-tests 0755 0 0"
+} >"$list"
+"$kout/usr/gen_init_cpio" "$list" >"$cpio"
+note INITRD "$cpio ($(du -h "$cpio" | cut -f1))"

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The kit's Debian packages.
+#   deps.sh check     list what is missing (exit 1 if anything is)
+#   deps.sh install   apt-get install what is missing (as root, or via sudo)
+set -euo pipefail
+
+packages=(
+	# the kernel and its build
+	linux-source-6.1 gcc make bc flex bison libelf-dev libssl-dev
+	xz-utils cpio git perl python3 ccache
+	# the VM and what runs in it
+	qemu-system-x86 busybox-static
+	# instructors, CI, docs
+	gdb shellcheck python3-sphinx python3-sphinx-rtd-theme graphviz
+)
+
+missing=()
+for p in "${packages[@]}"; do
+	dpkg-query -W -f '${Status}\n' "$p" 2>/dev/null | grep -q 'install ok installed' ||
+		missing+=("$p")
+done
+
+case ${1:-check} in
+check)
+	[ ${#missing[@]} -eq 0 ] && exit 0
+	echo "Missing Debian packages: ${missing[*]}" >&2
+	echo "Install them with: make deps" >&2
+	exit 1
+	;;
+install)
+	if [ ${#missing[@]} -eq 0 ]; then
+		echo "  DEPS     all ${#packages[@]} packages installed"
+		exit 0
+	fi
+	sudo=()
+	[ "$(id -u)" = 0 ] || sudo=(sudo)
+	echo "  DEPS     installing: ${missing[*]}"
+	"${sudo[@]}" apt-get update -q
+	DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
+	;;
+*)
+	echo "usage: deps.sh check|install" >&2
+	exit 2
+	;;
+esac

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# gdb on lab $1's vmlinux with the kernel's gdb scripts (lx-dmesg, lx-ps,
+# lx-symbols...) loaded, connected to a VM's stub on 127.0.0.1:GDB_PORT.
+# Extra arguments go to gdb (e.g. -batch -x script.gdb).
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+lab=$(resolve_lab "${1:?usage: gdb.sh LAB [GDB ARGS...]}")
+shift
+out=$(lab_out "$lab")
+port=${GDB_PORT:-1234}
+[ -f "$out/vmlinux" ] || die "no vmlinux for $lab: run 'make kernel LAB=${lab%%-*}' first"
+[ -f "$out/vmlinux-gdb.py" ] || die "$out/vmlinux-gdb.py is missing: the kernel was built without CONFIG_GDB_SCRIPTS"
+if ! grep -q ":$(printf '%04X' "$port") 00000000:0000 0A" /proc/net/tcp; then
+	die "nothing listens on 127.0.0.1:$port: start the VM first with 'make lab LAB=${lab%%-*} GDB=1' (WAIT=1 to stop at the first instruction)"
+fi
+exec gdb -q -nx -iex "add-auto-load-safe-path $out" \
+	-ex "file $out/vmlinux" -ex "target remote 127.0.0.1:$port" "$@"

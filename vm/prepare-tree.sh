@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Give lab $1 its own kernel tree: Debian's linux-source-6.1, pristine, plus the
+# cumulative patch series of labs 01..$1 applied with `git am`.
+#
+#   build/linux            git repo holding the pristine tree (branch "pristine")
+#   build/labs/NN-x/src    worktree of that repo with the series applied
+#
+# A tree is only ever rebuilt when the series changed, and never while it holds
+# edits of its own: those are listed and the script stops.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+lab=$(resolve_lab "${1:?usage: prepare-tree.sh LAB}")
+src=$(lab_src "$lab")
+stamp=$(lab_build "$lab")/series.stamp
+
+git_id=(-c user.name="pidfs workshop kit" -c user.email=kit@localhost.invalid)
+
+extract_pristine() {
+	[ -f "$TARBALL" ] || die "$TARBALL is missing: install Debian's kernel source with 'make deps' (or: apt-get install linux-source-6.1)"
+	local version tmp
+	version=$(dpkg-query -W -f '${Version}' linux-source-6.1 2>/dev/null || echo unknown)
+	tmp=$BUILD/linux.partial
+	rm -rf "$tmp"
+	mkdir -p "$tmp"
+	note EXTRACT "$TARBALL (linux-source-6.1 $version)"
+	tar -xJf "$TARBALL" -C "$tmp" --strip-components=1
+	git -C "$tmp" init -q -b pristine
+	# Debian's top-level .gitignore ignores everything: add by force.
+	git -C "$tmp" add -A -f
+	git -C "$tmp" "${git_id[@]}" commit -q -m "Debian linux-source-6.1 $version, pristine"
+	echo "$version" >"$tmp/.git/kit-source-version"
+	mv "$tmp" "$PRISTINE"
+}
+
+# The ordered list of patch files for the cumulative series.
+series_files() {
+	local l s p
+	for l in $(labs_upto "$lab"); do
+		s=$(lab_dir "$l")/patches/series
+		[ -f "$s" ] || continue
+		while read -r p; do
+			case $p in '' | '#'*) continue ;; esac
+			[ -f "$(dirname "$s")/$p" ] || die "$s names $p, which does not exist"
+			echo "$(dirname "$s")/$p"
+		done <"$s"
+	done
+}
+
+[ -d "$PRISTINE/.git" ] || extract_pristine
+note SOURCE "linux-source-6.1 $(cat "$PRISTINE/.git/kit-source-version")"
+
+mapfile -t patches < <(series_files)
+want=$( { echo "$lab"; cat "${patches[@]}" /dev/null; } | sha256sum | cut -c1-16)
+
+if [ -d "$src" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then
+	note TREE "$src (series unchanged)"
+	exit 0
+fi
+
+if [ -d "$src" ]; then
+	edits=$(git -C "$src" status --porcelain --ignored)
+	if [ -n "$edits" ]; then
+		{
+			echo "The patch series of $lab changed, but its kernel tree holds edits of yours:"
+			printf '%s\n' "$edits" | sed 's/^/    /'
+			echo "Nothing was touched. Keep them with 'git -C $src stash' (or commit them),"
+			echo "then run this again; 'git -C $src stash pop' brings them back."
+		} >&2
+		exit 1
+	fi
+	note RESET "$src (series changed)"
+	git -C "$src" checkout -q --detach pristine
+else
+	mkdir -p "$(dirname "$src")"
+	git -C "$PRISTINE" worktree prune
+	git -C "$PRISTINE" worktree add -q --detach "$src" pristine
+fi
+
+for p in "${patches[@]}"; do
+	if ! out=$(git -C "$src" "${git_id[@]}" am -q --keep-cr "$p" 2>&1); then
+		git -C "$src" am --abort >/dev/null 2>&1 || true
+		printf '%s\n' "$out" >&2
+		die "patch ${p#"$KIT"/} does not apply to the $lab tree (git am said the above); fix the patch, then rerun"
+	fi
+	note PATCH "${p#"$KIT"/}"
+done
+echo "$want" >"$stamp"
+note TREE "$src"

@@ -1,0 +1,101 @@
+#!/usr/bin/env python3
+"""Count test results in what the lab VMs printed, and say it plainly.
+
+  tap-summary.py LABEL=FILE...        one line per file, the failures and
+                                      skips by name, then "N passed, N failed"
+  tap-summary.py --skeleton LOG OUT   turn a skeleton run into TAP: every lab
+                                      test (tests/*) must fail on a skeleton
+
+FILE is a VM console log (programs framed by LAB-TEST-BEGIN/END lines from
+vm/guest/run-tests) or a plain TAP file written by a host-side check.
+Exit status 1 when anything failed or nothing ran at all.
+"""
+import re
+import sys
+
+RESULT = re.compile(r'^(not ok|ok)\b\s*\d*\s*(.*)$')
+
+
+def parse(path):
+    """Yield (program, status, name) with status in pass/fail/skip."""
+    prog, seen, bad = None, 0, 0
+    with open(path, errors='replace') as f:
+        lines = f.read().splitlines()
+    for line in lines:
+        if line.startswith('LAB-TEST-BEGIN '):
+            prog, seen, bad = line.split(None, 1)[1], 0, 0
+            continue
+        if line.startswith('LAB-TEST-END ') and prog:
+            rc = int(line.rsplit('exit=', 1)[1])
+            if rc == 4 and seen == 0:
+                yield prog, 'skip', f'{prog}: skipped as a whole (exit 4)'
+            elif rc not in (0, 4) and bad == 0:
+                yield prog, 'fail', f'{prog}: exited {rc} with no failing test named'
+            elif seen == 0:
+                yield prog, 'fail', f'{prog}: ran no test'
+            prog = None
+            continue
+        m = RESULT.match(line)
+        if not m:
+            continue
+        seen += 1
+        name = m.group(2)
+        where = f'{prog}: {name}' if prog else name
+        if m.group(1) == 'not ok':
+            bad += 1
+            yield prog, 'fail', where
+        elif re.search(r'#\s*SKIP', name, re.I):
+            yield prog, 'skip', where
+        else:
+            yield prog, 'pass', where
+    if prog:
+        yield prog, 'fail', f'{prog}: never finished (the VM stopped inside it)'
+
+
+def summary(args):
+    total = {'pass': 0, 'fail': 0, 'skip': 0}
+    for arg in args:
+        label, _, path = arg.rpartition('=')
+        count = {'pass': 0, 'fail': 0, 'skip': 0}
+        notes = []
+        try:
+            for _, status, name in parse(path):
+                count[status] += 1
+                if status != 'pass':
+                    notes.append(f'    {status.upper()}: {name}')
+        except OSError as e:
+            count['fail'] += 1
+            notes.append(f'    FAIL: no results ({e.strerror}: {path})')
+        for k in total:
+            total[k] += count[k]
+        print(f'  {label or path}: {count["pass"]} passed, {count["fail"]} failed'
+              + (f', {count["skip"]} skipped' if count['skip'] else ''))
+        print('\n'.join(notes)) if notes else None
+    line = f'{total["pass"]} passed, {total["fail"]} failed'
+    if total['skip']:
+        line += f', {total["skip"]} skipped'
+    print(line)
+    return 1 if total['fail'] or total['pass'] == 0 else 0
+
+
+def skeleton(log, out):
+    """Each lab test that passes on a skeleton is a TODO anyone could skip."""
+    results = [(p, s, n) for p, s, n in parse(log) if p and p.startswith('tests/')]
+    with open(out, 'w') as f:
+        f.write(f'TAP version 13\n1..{max(len(results), 1)}\n')
+        if not results:
+            f.write('not ok 1 skeleton: no lab test ran on the skeleton\n')
+        for i, (_, status, name) in enumerate(results, 1):
+            if status == 'fail':
+                f.write(f'ok {i} skeleton fails as it should: {name}\n')
+            else:
+                f.write(f'not ok {i} skeleton {status}es, so its TODO proves nothing: {name}\n')
+    return 0
+
+
+if __name__ == '__main__':
+    if len(sys.argv) == 4 and sys.argv[1] == '--skeleton':
+        sys.exit(skeleton(sys.argv[2], sys.argv[3]))
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    sys.exit(summary(sys.argv[1:]))

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# `make test`: vm/test-lab.sh for each lab named, then one summary of every
+# result file, ending in the line "N passed, N failed". Exit 1 on any failure
+# or when nothing ran.
+set -uo pipefail
+. "$(dirname "$0")/lib.sh"
+
+[ $# -gt 0 ] || set -- $(all_labs)
+labs=()
+for l in "$@"; do labs+=("$(resolve_lab "$l")"); done
+for l in "${labs[@]}"; do
+	"$KIT/vm/test-lab.sh" "$l"
+done
+
+results=()
+for l in "${labs[@]}"; do
+	for f in "$(lab_build "$l")"/results/*.log "$(lab_build "$l")"/results/*.tap; do
+		case $f in *.console.log | *.gdb.log | */skeleton.log) continue ;; esac
+		[ -f "$f" ] && results+=("$l/$(basename "$f")=$f")
+	done
+done
+echo "=== summary"
+exec python3 "$KIT/vm/tap-summary.py" "${results[@]}"
