@@ -16,7 +16,7 @@ need-lab = @[ "$(lab)" != BAD ] || { source vm/lib.sh; resolve_lab '$(LAB)'; }
 need-deps = @vm/deps.sh check || vm/deps.sh install
 
 .PHONY: help deps lab test kernel check solution exercises gdb docs bench \
-	checkpatch shellcheck clean
+	checkpatch shellcheck clean transcripts
 
 help:
 	@echo "pidfs workshop kit: labs $(LABS)"
@@ -31,6 +31,7 @@ help:
 	@echo "  make test [LAB=NN]      every lab (or one): solution, skeleton and gdb checks in the VM"
 	@echo "  make docs               the Sphinx book -> docs/_build/html/index.html"
 	@echo "  make bench              build, boot and test timings"
+	@echo "  make transcripts LAB=NN take the VM output of the last make test into the book"
 	@echo "  make checkpatch         scripts/checkpatch.pl --strict on every patch"
 	@echo "  make shellcheck         shellcheck on the kit's scripts"
 	@echo "  make deps               apt-get install the Debian packages the kit needs"
@@ -89,3 +90,8 @@ bench:
 
 clean:
 	rm -rf build/labs/*/out build/labs/*/results build/labs/*/*.cpio* build/labs/*/*.log build/accel* docs/_build
+
+# After reviewing a changed transcript (make test says which), take it into the book.
+transcripts:
+	$(need-lab)
+	@python3 vm/transcripts.py update build/labs/$(lab)/transcripts docs/transcripts/$(lab)

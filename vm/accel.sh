@@ -6,6 +6,7 @@
 # $1/$2 under KVM reached the guest's userspace and exited cleanly. The
 # answer is kept in build/accel until 'make clean'.
 set -euo pipefail
+# shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
 cache=$BUILD/accel

@@ -1,20 +1,23 @@
 #!/usr/bin/env bash
 # Build the initramfs of lab $1 from the exercise sources in $2 (the lab's
 # solution/, an attendee's exercises/, or a skeleton) into the cpio file $3.
-# The lab kernel (flavour default) must be built: its exported headers and
-# its usr/gen_init_cpio are used.
+# The lab kernel (flavour $FLAVOUR, default "default") must be built: its
+# exported headers and its usr/gen_init_cpio are used. TESTS_LAB=NN takes
+# the tests of another lab (a fallback flavour must pass lab 01's tests).
 #
 # Contents: Debian's static busybox, vm/guest/*, the lab's exercises and
 # tests (static, against the lab kernel's headers), and the tree's own pidfd
 # selftests.
 set -euo pipefail
+# shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
 lab=$(resolve_lab "${1:?usage: build-initramfs.sh LAB EXERCISE_DIR OUTPUT}")
 exdir=$(cd "${2:?missing EXERCISE_DIR}" && pwd)
 cpio=$(realpath -m "${3:?missing OUTPUT}")
 src=$(lab_src "$lab")
-kout=$(lab_out "$lab")
+kout=$(lab_out "$lab" "${FLAVOUR:-default}")
+tests_lab=$(resolve_lab "${TESTS_LAB:-$lab}")
 hdr=$kout/usr/include
 [ -d "$hdr" ] || die "the $lab kernel is not built yet: run 'make kernel LAB=${lab%%-*}'"
 busybox=/bin/busybox  # busybox-static installs it here
@@ -32,8 +35,9 @@ gcc -static -O2 -Wall -o "$stage/bin/vm-exit" "$KIT/vm/guest/vm-exit.c"
 mapfile -t exercises < <(find "$exdir" -maxdepth 1 -name '*.c' | sort)
 for c in "${exercises[@]}"; do
 	"${cc[@]}" -o "$stage/bin/$(basename "$c" .c)" "$c"
+	basename "$c" .c >>"$stage/demos"
 done
-for t in "$(lab_dir "$lab")"/tests/*.c; do
+for t in "$(lab_dir "$tests_lab")"/tests/*.c; do
 	[ -f "$t" ] || continue
 	"${cc[@]}" -DLAB_TEST -I"$src/tools/testing/selftests" \
 		-o "$stage/tests/$(basename "$t" .c)" "$t" "${exercises[@]}"

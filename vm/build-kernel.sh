@@ -8,6 +8,7 @@
 #
 # Output: build/labs/NN-x/out/<flavour>/ (O= build; the source tree stays clean).
 set -euo pipefail
+# shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
 lab=$(resolve_lab "${1:?usage: build-kernel.sh LAB [FLAVOUR]}")

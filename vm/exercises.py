@@ -8,6 +8,9 @@ those m lines; the solution keeps both.
 
   exercises.py skel SOLUTION_DIR OUT_DIR      write skeletons to OUT_DIR
   exercises.py sync LAB_DIR STATE_DIR         create/refresh LAB_DIR/exercises
+  exercises.py verify-kernel SOLUTION_DIR TREE
+                                              solution/kernel/* minus the TODO
+                                              lines == the patched TREE files
   exercises.py solution LAB_DIR STATE_DIR SAVE_DIR
                                               put the solution in place, after
                                               saving every edited file
@@ -45,15 +48,42 @@ def render(lines, skeleton):
     return out
 
 
+def files(top):
+    """Paths of every file below @top, relative to it (kernel/ included)."""
+    return sorted(os.path.relpath(os.path.join(d, n), top)
+                  for d, _, ns in os.walk(top) for n in ns)
+
+
 def write_tree(src_dir, out_dir, skeleton):
-    os.makedirs(out_dir, exist_ok=True)
-    names = sorted(os.listdir(src_dir))
+    names = files(src_dir)
     for name in names:
         with open(os.path.join(src_dir, name)) as f:
             lines = f.readlines()
+        os.makedirs(os.path.dirname(os.path.join(out_dir, name)), exist_ok=True)
         with open(os.path.join(out_dir, name), 'w') as f:
             f.writelines(render(lines, skeleton))
     return names
+
+
+def verify_kernel(solution_dir, tree):
+    """The marked-up kernel files must be the patched files plus markers."""
+    top = os.path.join(solution_dir, 'kernel')
+    bad = 0
+    for name in files(top) if os.path.isdir(top) else []:
+        with open(os.path.join(top, name)) as f:
+            mine = [l for l in f.readlines() if not MARK.match(l)]
+        try:
+            with open(os.path.join(tree, name)) as f:
+                theirs = f.readlines()
+        except OSError:
+            theirs = None
+        if mine == theirs:
+            print(f'ok solution/kernel/{name} is the patched file plus TODO markers')
+        else:
+            bad += 1
+            print(f'not ok solution/kernel/{name} differs from what the patches '
+                  f'make of {name}: fix one or the other')
+    return bad
 
 
 def same(a, b):
@@ -102,7 +132,7 @@ def solution(lab_dir, state, save_root):
         if same(dst, new):
             continue
         if os.path.exists(dst) and not same(dst, os.path.join(state, 'skel', name)):
-            os.makedirs(save, exist_ok=True)
+            os.makedirs(os.path.dirname(os.path.join(save, name)), exist_ok=True)
             shutil.copy2(dst, os.path.join(save, name))
             saved.append(name)
         install(new, dst, os.path.join(state, 'issued', name))
@@ -114,6 +144,8 @@ def solution(lab_dir, state, save_root):
 def main(argv):
     if len(argv) == 4 and argv[1] == 'skel':
         write_tree(argv[2], argv[3], True)
+    elif len(argv) == 4 and argv[1] == 'verify-kernel':
+        sys.exit(1 if verify_kernel(argv[2], argv[3]) else 0)
     elif len(argv) == 4 and argv[1] == 'sync':
         sync(argv[2], argv[3])
     elif len(argv) == 5 and argv[1] == 'solution':

@@ -6,6 +6,7 @@
 # starts halted (WAIT=1) with its stub on a free loopback port, so no
 # breakpoint can be missed.
 set -uo pipefail
+# shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
 lab=$(resolve_lab "${1:?usage: gdb-check.sh LAB SCRIPT OUT.tap}")

@@ -3,6 +3,7 @@
 # lx-symbols...) loaded, connected to a VM's stub on 127.0.0.1:GDB_PORT.
 # Extra arguments go to gdb (e.g. -batch -x script.gdb).
 set -euo pipefail
+# shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
 lab=$(resolve_lab "${1:?usage: gdb.sh LAB [GDB ARGS...]}")

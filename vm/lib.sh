@@ -4,6 +4,7 @@
 KIT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=${BUILD:-$KIT/build}
 TARBALL=${TARBALL:-/usr/src/linux-source-6.1.tar.xz}
+# shellcheck disable=SC2034 # used by the scripts that source this file
 PRISTINE=$BUILD/linux
 
 die() {
@@ -47,6 +48,11 @@ labs_upto() {
 
 lab_dir() { echo "$KIT/labs/$1"; }
 lab_build() { echo "$BUILD/labs/$1"; }
-lab_src() { echo "$BUILD/labs/$1/src"; }
-# Output directory of one kernel flavour of a lab ("default" unless a lab needs more).
-lab_out() { echo "$BUILD/labs/$1/out/${2:-default}"; }
+# A lab has its reference kernel tree, and with KIT_TREE=name another one
+# (an attendee's kernel exercise, the skeleton CI builds). Every tree keeps
+# src/ and out/<flavour>/ side by side, so compile commands look the same
+# from every out/ dir and ccache shares objects between all of them.
+lab_root() { echo "$BUILD/labs/$1${KIT_TREE:+/trees/$KIT_TREE}"; }
+lab_src() { echo "$(lab_root "$1")/src"; }
+# Output directory of one kernel flavour ("default" unless a lab needs more).
+lab_out() { echo "$(lab_root "$1")/out/${2:-default}"; }

@@ -8,11 +8,16 @@
 # A tree is only ever rebuilt when the series changed, and never while it holds
 # edits of its own: those are listed and the script stops.
 set -euo pipefail
+# shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
 lab=$(resolve_lab "${1:?usage: prepare-tree.sh LAB}")
 src=$(lab_src "$lab")
-stamp=$(lab_build "$lab")/series.stamp
+stamp=$(lab_root "$lab")/series.stamp
+# With KIT_TREE set this is a throw-away tree: the kernel files of
+# KIT_KERNEL_SRC/kernel/ (an attendee's exercises/, a skeleton) are laid
+# over the patched tree; the edits that count live in that folder.
+overlay=${KIT_TREE:+${KIT_KERNEL_SRC:-}}
 
 git_id=(-c user.name="pidfs workshop kit" -c user.email=kit@localhost.invalid)
 
@@ -35,15 +40,15 @@ extract_pristine() {
 
 # The ordered list of patch files for the cumulative series.
 series_files() {
-	local l s p
+	local l d p
 	for l in $(labs_upto "$lab"); do
-		s=$(lab_dir "$l")/patches/series
-		[ -f "$s" ] || continue
+		d=$(lab_dir "$l")/patches
+		[ -f "$d/series" ] || continue
 		while read -r p; do
 			case $p in '' | '#'*) continue ;; esac
-			[ -f "$(dirname "$s")/$p" ] || die "$s names $p, which does not exist"
-			echo "$(dirname "$s")/$p"
-		done <"$s"
+			[ -f "$d/$p" ] || die "$d/series names $p, which does not exist"
+			echo "$d/$p"
+		done <"$d/series"
 	done
 }
 
@@ -53,12 +58,28 @@ note SOURCE "linux-source-6.1 $(cat "$PRISTINE/.git/kit-source-version")"
 mapfile -t patches < <(series_files)
 want=$( { echo "$lab"; cat "${patches[@]}" /dev/null; } | sha256sum | cut -c1-16)
 
+lay_over() {
+	[ -n "$overlay" ] && [ -d "$overlay/kernel" ] || return 0
+	local f
+	(cd "$overlay/kernel" && find . -type f | sort) | while read -r f; do
+		f=${f#./}
+		# Copy only what differs: make rebuilds by mtime.
+		cmp -s "$overlay/kernel/$f" "$src/$f" || {
+			cp "$overlay/kernel/$f" "$src/$f"
+			note OVERLAY "$f from ${overlay#"$KIT"/}"
+		}
+	done
+}
+
 if [ -d "$src" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then
 	note TREE "$src (series unchanged)"
+	lay_over
 	exit 0
 fi
 
-if [ -d "$src" ]; then
+if [ -d "$src" ] && [ -n "${KIT_TREE:-}" ]; then
+	git -C "$src" checkout -q -f --detach pristine
+elif [ -d "$src" ]; then
 	edits=$(git -C "$src" status --porcelain --ignored)
 	if [ -n "$edits" ]; then
 		{
@@ -87,3 +108,4 @@ for p in "${patches[@]}"; do
 done
 echo "$want" >"$stamp"
 note TREE "$src"
+lay_over

@@ -14,6 +14,7 @@
 # 127.0.0.1:GDB_PORT, default 1234), WAIT=1 (also halt at the first
 # instruction until gdb continues), BOOT_TIMEOUT / TIMEOUT in seconds.
 set -euo pipefail
+# shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
 mode=${1:?usage: run-vm.sh shell|test|run|probe BZIMAGE INITRD [LOG]}
@@ -32,6 +33,7 @@ tcg) accel_args=(-accel tcg -cpu max) ;;
 *) die "ACCEL must be kvm or tcg, not '$accel'" ;;
 esac
 
+# shellcheck disable=SC2054 # the commas belong to QEMU's option syntax
 args=(qemu-system-x86_64 -nodefaults -no-reboot "${accel_args[@]}"
 	-m "${MEM:-512M}" -smp "${SMP:-2}"
 	-kernel "$kernel" -initrd "$initrd"

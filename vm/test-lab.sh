@@ -3,31 +3,56 @@
 # build/labs/NN-x/results/ as console logs and TAP files, which
 # vm/tap-summary.py counts afterwards.
 #
-#  solution.log   the lab's tests + the pidfd selftests, reference solution
-#  skeleton.tap   the same tests on the generated skeleton: each must fail
-#  gdb-*.tap      each instructor gdb script, run in batch mode
+#  solution.log         the lab's tests + the pidfd selftests, reference solution
+#  kernel-solution.tap  solution/kernel/* is the patched source plus TODO markers
+#  skeleton.tap         the same tests on the generated skeleton: each must fail
+#  flavour-*.log        each extra kernel flavour (flavours/*.config) booted
+#                       with the tests its "# tests: LAB" line names
+#  gdb-*.tap            each instructor gdb script, run in batch mode
+#  transcripts.tap      the book's VM output still matches this run
 set -uo pipefail
+# shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
 lab=$(resolve_lab "${1:?usage: test-lab.sh LAB}")
+dir=$(lab_dir "$lab")
 res=$(lab_build "$lab")/results
-rm -rf "$res"
-mkdir -p "$res"
+fresh=$(lab_build "$lab")/transcripts
+rm -rf "$res" "$fresh"
+mkdir -p "$res" "$fresh"
 
 echo "=== $lab: reference solution"
-QUIET=${QUIET:-1} "$KIT/vm/boot-lab.sh" "$lab" test "$(lab_dir "$lab")/solution" solution "$res/solution.log"
+QUIET=${QUIET:-1} "$KIT/vm/boot-lab.sh" "$lab" test "$dir/solution" solution "$res/solution.log"
 echo "    guest verdict: $?"
+python3 "$KIT/vm/transcripts.py" extract "$res/solution.log" "$fresh"
+if [ -d "$dir/solution/kernel" ]; then
+	python3 "$KIT/vm/exercises.py" verify-kernel "$dir/solution" "$(lab_src "$lab")" >"$res/kernel-solution.tap"
+fi
 
 echo "=== $lab: skeleton (every lab test must fail)"
 skel=$(lab_build "$lab")/skeleton-src
 rm -rf "$skel"
-python3 "$KIT/vm/exercises.py" skel "$(lab_dir "$lab")/solution" "$skel"
+python3 "$KIT/vm/exercises.py" skel "$dir/solution" "$skel"
 QUIET=1 "$KIT/vm/boot-lab.sh" "$lab" test "$skel" skeleton "$res/skeleton.log"
 python3 "$KIT/vm/tap-summary.py" --skeleton "$res/skeleton.log" "$res/skeleton.tap"
 
-for g in "$(lab_dir "$lab")"/gdb/*.gdb; do
-	[ -f "$g" ] || continue
-	echo "=== $lab: gdb script $(basename "$g")"
-	"$KIT/vm/gdb-check.sh" "$lab" "$g" "$res/gdb-$(basename "$g" .gdb).tap"
+for f in "$dir"/flavours/*.config; do
+	[ -f "$f" ] || continue
+	flavour=$(basename "$f" .config)
+	tests=$(sed -n 's/^# tests: *//p' "$f" | head -n1)
+	tests=$(resolve_lab "${tests:-$lab}")
+	echo "=== $lab: kernel flavour $flavour with the tests of $tests"
+	FLAVOUR=$flavour TESTS_LAB=$tests QUIET=1 "$KIT/vm/boot-lab.sh" "$lab" test \
+		"$(lab_dir "$tests")/solution" "flavour-$flavour" "$res/flavour-$flavour.log"
 done
+
+for g in "$dir"/gdb/*.gdb; do
+	[ -f "$g" ] || continue
+	name=$(basename "$g" .gdb)
+	echo "=== $lab: gdb script $name.gdb"
+	"$KIT/vm/gdb-check.sh" "$lab" "$g" "$res/gdb-$name.tap"
+	python3 "$KIT/vm/transcripts.py" gdb "$res/gdb-$name.gdb.log" "$fresh/gdb-$name.txt"
+done
+
+python3 "$KIT/vm/transcripts.py" check "$fresh" "$KIT/docs/transcripts/$lab" "$res/transcripts.tap"
 exit 0

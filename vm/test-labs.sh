@@ -3,9 +3,13 @@
 # result file, ending in the line "N passed, N failed". Exit 1 on any failure
 # or when nothing ran.
 set -uo pipefail
+# shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
-[ $# -gt 0 ] || set -- $(all_labs)
+if [ $# -eq 0 ]; then
+	mapfile -t all < <(all_labs)
+	set -- "${all[@]}"
+fi
 labs=()
 for l in "$@"; do labs+=("$(resolve_lab "$l")"); done
 for l in "${labs[@]}"; do

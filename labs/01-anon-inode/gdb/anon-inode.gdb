@@ -13,13 +13,18 @@ hbreak __pidfd_prepare
 
 continue
 printf "stopped in __pidfd_prepare for pid %d\n", pid->numbers[0].nr
+# Disabled while we step on: with two vCPUs gdb may otherwise report the
+# same stop twice.
+disable 1
 thbreak fd_install if file->f_op == &pidfd_fops
 continue
 set $ino1 = file->f_inode
 set $pid1 = ((struct pid *)file->private_data)->numbers[0].nr
 printf "pidfd #1: file %p  inode %p  i_ino %lu  pid %d\n", file, $ino1, $ino1->i_ino, $pid1
 
+enable 1
 continue
+disable 1
 thbreak fd_install if file->f_op == &pidfd_fops
 continue
 set $ino2 = file->f_inode
