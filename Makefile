@@ -11,8 +11,8 @@ LAB ?= $(lastword $(LABS))
 export ACCEL GDB WAIT GDB_PORT MEM SMP
 
 # Resolved lab folder name (dies with the list of labs on a bad LAB).
-lab = $(shell source vm/lib.sh && resolve_lab '$(LAB)' || echo BAD)
-need-lab = @[ "$(lab)" != BAD ] || { source vm/lib.sh; resolve_lab '$(LAB)'; }
+lab = $(shell (source vm/lib.sh && resolve_lab '$(LAB)') 2>/dev/null || echo BAD)
+need-lab = @[ "$(lab)" != BAD ] || { KIT_ME=make; source vm/lib.sh; resolve_lab '$(LAB)'; }
 need-deps = @vm/deps.sh check || vm/deps.sh install
 
 .PHONY: help deps lab test kernel check solution exercises gdb docs bench \

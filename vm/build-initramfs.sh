@@ -78,6 +78,7 @@ list=$cpio.list
 	done
 	echo "file /init $KIT/vm/guest/init 0755 0 0"
 	echo "file /etc/passwd /dev/null 0644 0 0"
+	echo "file /etc/profile $KIT/vm/guest/profile 0644 0 0"
 	(cd "$stage" && find . -mindepth 1 | sort) | while read -r p; do
 		p=${p#./}
 		if [ -d "$stage/$p" ]; then
