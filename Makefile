@@ -1,14 +1,15 @@
 # pidfs workshop kit -- the one front door. `make help` lists everything.
 #
 # Variables: LAB=NN (default: the last lab), ACCEL=kvm|tcg, GDB=1, WAIT=1,
-# GDB_PORT=NNNN (default 1234), MEM=512M, SMP=2.
+# GDB_PORT=NNNN (default 1234), MEM=512M, SMP=2, DEBUG=1 (KASAN, lockdep,
+# kmemleak kernel for make test).
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 KIT := $(CURDIR)
 LABS := $(notdir $(patsubst %/,%,$(wildcard labs/[0-9][0-9]-*/)))
 LAB ?= $(lastword $(LABS))
-export ACCEL GDB WAIT GDB_PORT MEM SMP
+export ACCEL GDB WAIT GDB_PORT MEM SMP DEBUG
 
 # Resolved lab folder name (dies with the list of labs on a bad LAB).
 lab = $(shell (source vm/lib.sh && resolve_lab '$(LAB)') 2>/dev/null || echo BAD)
@@ -89,7 +90,7 @@ bench:
 	@vm/bench.sh
 
 clean:
-	rm -rf build/labs/*/out build/labs/*/results build/labs/*/*.cpio* build/labs/*/*.log build/accel* docs/_build
+	rm -rf build/labs/*/out build/labs/*/trees/*/out build/labs/*/results build/labs/*/*.cpio* build/labs/*/*.log build/accel* docs/_build
 
 # After reviewing a changed transcript (make test says which), take it into the book.
 transcripts:

@@ -3,7 +3,8 @@
 #
 #   boot-lab.sh LAB shell|test|run EXERCISE_DIR TAG [LOG]
 #
-# The kernel tree, the kernel (flavour $FLAVOUR, default "default") and an
+# The kernel tree, the kernel (flavour $FLAVOUR, default "default", or
+# "debug" with DEBUG=1) and an
 # initramfs named TAG made from the exercise sources in EXERCISE_DIR; then
 # vm/run-vm.sh in the given mode. When EXERCISE_DIR is not the lab's
 # solution/ and holds kernel/ files, the kernel is built from a tree of its
@@ -18,6 +19,11 @@ exdir=$(cd "${3:?missing EXERCISE_DIR}" && pwd)
 tag=${4:?missing TAG}
 log=${5:-$(lab_build "$lab")/$tag.log}
 flavour=${FLAVOUR:-default}
+if [ -z "${FLAVOUR:-}" ] && [ "${DEBUG:-0}" = 1 ]; then
+	flavour=debug
+fi
+# KASAN keeps a shadow of all memory: give the debug kernel room.
+[ "$flavour" = debug ] && export MEM=${MEM:-1G}
 
 if [ -d "$exdir/kernel" ] && [ "$exdir" != "$(lab_dir "$lab")/solution" ]; then
 	export KIT_TREE=$tag KIT_KERNEL_SRC=$exdir

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Configure and build the kernel of lab $1 (flavour $2, default "default").
+# Configure and build the kernel of lab $1 (flavour $2, default "default";
+# "debug" adds vm/config/debug.config: KASAN, lockdep, kmemleak...).
 #
 # Config: allnoconfig + tiny-base + vm/config/base.config + every lab's
 # kernel.config up to this one (+ the lab's flavours/$2.config), merged by the
@@ -26,6 +27,8 @@ for l in $(labs_upto "$lab"); do
 done
 if [ "$flavour" != default ]; then
 	f=$(lab_dir "$lab")/flavours/$flavour.config
+	# "debug" (DEBUG=1) exists for every lab; a lab may still have its own.
+	[ -f "$f" ] || [ "$flavour" != debug ] || f=$KIT/vm/config/debug.config
 	[ -f "$f" ] || die "lab $lab has no kernel flavour '$flavour' ($f is missing)"
 	frags+=("$f")
 fi

@@ -21,8 +21,11 @@ fresh=$(lab_build "$lab")/transcripts
 rm -rf "$res" "$fresh"
 mkdir -p "$res" "$fresh"
 
-echo "=== $lab: reference solution"
-QUIET=${QUIET:-1} "$KIT/vm/boot-lab.sh" "$lab" test "$dir/solution" solution "$res/solution.log"
+# DEBUG=1: the reference solution runs on the debug flavour of the kernel.
+main=default
+[ "${DEBUG:-0}" = 1 ] && main=debug
+echo "=== $lab: reference solution (kernel flavour $main)"
+FLAVOUR=$main QUIET=${QUIET:-1} "$KIT/vm/boot-lab.sh" "$lab" test "$dir/solution" solution "$res/solution.log"
 echo "    guest verdict: $?"
 python3 "$KIT/vm/transcripts.py" extract "$res/solution.log" "$fresh"
 if [ -d "$dir/solution/kernel" ]; then
@@ -33,12 +36,13 @@ echo "=== $lab: skeleton (every lab test must fail)"
 skel=$(lab_build "$lab")/skeleton-src
 rm -rf "$skel"
 python3 "$KIT/vm/exercises.py" skel "$dir/solution" "$skel"
-QUIET=1 "$KIT/vm/boot-lab.sh" "$lab" test "$skel" skeleton "$res/skeleton.log"
+FLAVOUR=default QUIET=1 "$KIT/vm/boot-lab.sh" "$lab" test "$skel" skeleton "$res/skeleton.log"
 python3 "$KIT/vm/tap-summary.py" --skeleton "$res/skeleton.log" "$res/skeleton.tap"
 
 for f in "$dir"/flavours/*.config; do
 	[ -f "$f" ] || continue
 	flavour=$(basename "$f" .config)
+	[ "$flavour" = debug ] && continue
 	tests=$(sed -n 's/^# tests: *//p' "$f" | head -n1)
 	tests=$(resolve_lab "${tests:-$lab}")
 	echo "=== $lab: kernel flavour $flavour with the tests of $tests"
@@ -50,7 +54,7 @@ for g in "$dir"/gdb/*.gdb; do
 	[ -f "$g" ] || continue
 	name=$(basename "$g" .gdb)
 	echo "=== $lab: gdb script $name.gdb"
-	"$KIT/vm/gdb-check.sh" "$lab" "$g" "$res/gdb-$name.tap"
+	FLAVOUR=default "$KIT/vm/gdb-check.sh" "$lab" "$g" "$res/gdb-$name.tap"
 	python3 "$KIT/vm/transcripts.py" gdb "$res/gdb-$name.gdb.log" "$fresh/gdb-$name.txt"
 done
 
