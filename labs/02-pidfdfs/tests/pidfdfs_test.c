@@ -1,0 +1,513 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Lab 02 tests: with pidfdfs a pidfd's inode belongs to its process.
+ * Each test asserts a kernel fact directly and through the exercise
+ * function that is meant to find it (pidfd_ident.c).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/kcmp.h>
+#include <linux/magic.h>
+#include <linux/sched.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+
+#include "kselftest_harness.h"
+#include "lab.h"
+#include "pidfd_ident.h"
+
+#ifndef PIDFD_NONBLOCK
+#define PIDFD_NONBLOCK O_NONBLOCK	/* <linux/pidfd.h> clashes with <fcntl.h> */
+#endif
+
+/* Threads and rounds of the race tests: a few seconds under TCG. */
+#define RACE_THREADS	4
+#define RACE_ROUNDS	2000
+
+static unsigned long long fstat_ino(int fd)
+{
+	struct stat st;
+
+	return fstat(fd, &st) ? 0 : (unsigned long long)st.st_ino;
+}
+
+/*
+ * clone3() with CLONE_PIDFD, optionally asking for the PID @want (0: any).
+ * The child exits at once with status @code. Returns the child's PID.
+ */
+static pid_t clone3_pidfd(pid_t want, int code, int *pidfd)
+{
+	struct clone_args args = {
+		.flags = CLONE_PIDFD,
+		.pidfd = (uintptr_t)pidfd,
+		.exit_signal = SIGCHLD,
+		.set_tid = want ? (uintptr_t)&want : 0,
+		.set_tid_size = want ? 1 : 0,
+	};
+	pid_t pid = syscall(SYS_clone3, &args, sizeof(args));
+
+	if (pid == 0)
+		_exit(code);
+	return pid;
+}
+
+/* One line of /proc/self/fdinfo/@fd: the octal "flags:" field. */
+static int fdinfo_flags(int fd, unsigned int *flags)
+{
+	char path[64], line[128];
+	FILE *f;
+	int ret = -ENOENT;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "flags: %o", flags) == 1)
+			ret = 0;
+	fclose(f);
+	return ret;
+}
+
+static int fdinfo_pid(int fd)
+{
+	char path[64], line[128];
+	FILE *f;
+	int pid = -2;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	f = fopen(path, "re");
+	if (!f)
+		return -2;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Pid: %d", &pid) == 1)
+			break;
+	fclose(f);
+	return pid;
+}
+
+FIXTURE(child) {
+	pid_t pid;
+	int pidfd;
+};
+
+FIXTURE_SETUP(child)
+{
+	self->pid = spawn_sleeper();
+	ASSERT_GT(self->pid, 0);
+	self->pidfd = sys_pidfd_open(self->pid, 0);
+	ASSERT_GE(self->pidfd, 0);
+}
+
+FIXTURE_TEARDOWN(child)
+{
+	kill(self->pid, SIGKILL);
+	waitpid(self->pid, NULL, 0);
+	close(self->pidfd);
+}
+
+TEST_F(child, pidfd_lives_on_pidfdfs)
+{
+	int efd = eventfd(0, EFD_CLOEXEC);
+	struct statfs sfs;
+	char line[128];
+	int listed = 0;
+	FILE *f;
+
+	ASSERT_GE(efd, 0);
+	ASSERT_EQ(fstatfs(self->pidfd, &sfs), 0);
+	EXPECT_EQ(sfs.f_type, 0x50494446);
+	EXPECT_EQ(pidfd_magic(self->pidfd), PIDFDFS_MAGIC);
+	/* Other anonymous-inode files stay where they were. */
+	EXPECT_EQ(pidfd_magic(efd), ANON_INODE_FS_MAGIC);
+	close(efd);
+
+	/* Registered, so /proc/filesystems lists it ... */
+	f = fopen("/proc/filesystems", "re");
+	ASSERT_NE(f, NULL);
+	while (fgets(line, sizeof(line), f))
+		listed |= !strcmp(line, "nodev\tpidfdfs\n");
+	fclose(f);
+	EXPECT_TRUE(listed);
+	/* ... but SB_NOUSER: nobody can mount it. */
+	mkdir("/tmp/pidfdfs-mnt", 0700);
+	EXPECT_EQ(mount("pidfdfs", "/tmp/pidfdfs-mnt", "pidfdfs", 0, NULL), -1);
+	EXPECT_EQ(errno, EINVAL);
+	umount("/tmp/pidfdfs-mnt");
+}
+
+TEST_F(child, same_process_same_inode)
+{
+	int again = sys_pidfd_open(self->pid, 0);
+	int self_fd = sys_pidfd_open(getpid(), 0);
+	int copy = dup(self->pidfd);
+	int efd = eventfd(0, EFD_CLOEXEC);
+	struct stat a, b, c;
+
+	ASSERT_GE(again, 0);
+	ASSERT_GE(self_fd, 0);
+	ASSERT_GE(copy, 0);
+	ASSERT_GE(efd, 0);
+	ASSERT_EQ(fstat(self->pidfd, &a), 0);
+	ASSERT_EQ(fstat(again, &b), 0);
+	ASSERT_EQ(fstat(self_fd, &c), 0);
+	/* Two opens of one process: one inode. */
+	EXPECT_EQ(a.st_dev, b.st_dev);
+	EXPECT_EQ(a.st_ino, b.st_ino);
+	EXPECT_EQ(pidfds_same_process(self->pidfd, again), 1);
+	EXPECT_EQ(pidfds_same_process(self->pidfd, copy), 1);
+	/* Two processes: same filesystem, different inodes. */
+	EXPECT_EQ(a.st_dev, c.st_dev);
+	EXPECT_NE(a.st_ino, c.st_ino);
+	EXPECT_EQ(pidfds_same_process(self->pidfd, self_fd), 0);
+	/* Not a pidfd at all. */
+	EXPECT_EQ(pidfds_same_process(self->pidfd, efd), 0);
+	close(again);
+	close(self_fd);
+	close(copy);
+	close(efd);
+}
+
+TEST(clone_pidfd_agrees_with_pidfd_open)
+{
+	int cloned = -1, opened, code = -1;
+	pid_t pid = clone3_pidfd(0, 3, &cloned);
+
+	ASSERT_GT(pid, 0);
+	ASSERT_GE(cloned, 0);
+	/* The child is a zombie at worst: pidfd_open() still works. */
+	opened = sys_pidfd_open(pid, 0);
+	ASSERT_GE(opened, 0);
+	EXPECT_EQ(fstat_ino(cloned), fstat_ino(opened));
+	EXPECT_EQ(pidfds_same_process(cloned, opened), 1);
+	EXPECT_EQ(pidfd_reap(cloned, &code), 0);
+	EXPECT_EQ(code, 3);
+	close(cloned);
+	close(opened);
+}
+
+TEST_F(child, inode_is_a_readonly_immutable_file)
+{
+	struct pidfd_ident id;
+
+	ASSERT_EQ(pidfd_ident(self->pidfd, &id), 0);
+	EXPECT_EQ(id.mode, S_IFREG | 0444);
+	EXPECT_EQ(id.ino, fstat_ino(self->pidfd));
+	/* S_IMMUTABLE: not even root may change it. */
+	EXPECT_EQ(fchmod(self->pidfd, 0666), -1);
+	EXPECT_EQ(errno, EPERM);
+}
+
+TEST(inode_numbers_grow_with_every_process)
+{
+	unsigned long long prev = 0;
+	struct pidfd_ident id;
+	int i;
+
+	for (i = 0; i < 64; i++) {
+		pid_t pid = spawn_sleeper();
+		int fd, ret;
+
+		ASSERT_GT(pid, 0);
+		fd = sys_pidfd_open(pid, 0);
+		ret = pidfd_ident(fd, &id);
+		ASSERT_EQ(kill_and_reap(pid), 0);
+		ASSERT_GE(fd, 0);
+		ASSERT_EQ(ret, 0);
+		ASSERT_EQ(id.ino, fstat_ino(fd));
+		/* Above RESERVED_PIDS, clear of the root inode (1). */
+		ASSERT_GT(id.ino, 300);
+		ASSERT_GT(id.ino, prev);
+		prev = id.ino;
+		close(fd);
+	}
+}
+
+TEST(same_pid_number_new_inode)
+{
+	struct pidfd_ident first, second;
+	int fd1 = -1, fd2 = -1, code;
+	pid_t pid, again;
+
+	pid = clone3_pidfd(0, 0, &fd1);
+	ASSERT_GT(pid, 0);
+	ASSERT_EQ(pidfd_reap(fd1, &code), 0);
+	ASSERT_EQ(pidfd_ident(fd1, &first), 0);
+
+	/* A new process with the very same PID (clone3() set_tid, as root). */
+	again = clone3_pidfd(pid, 0, &fd2);
+	if (again < 0 && (errno == EPERM || errno == EEXIST))
+		SKIP(return, "cannot reuse PID %d: %s", pid, strerror(errno));
+	ASSERT_EQ(again, pid);
+	ASSERT_EQ(pidfd_reap(fd2, &code), 0);
+	ASSERT_EQ(pidfd_ident(fd2, &second), 0);
+	/* Same number, different process: the inode says so. */
+	EXPECT_GT(second.ino, first.ino);
+	EXPECT_EQ(pidfds_same_process(fd1, fd2), 0);
+	close(fd1);
+	close(fd2);
+}
+
+TEST_F(child, link_text_names_the_inode)
+{
+	unsigned long long ino = 0;
+	char path[64], want[64], link[64] = "";
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", self->pidfd);
+	ASSERT_GT(readlink(path, link, sizeof(link) - 1), 0);
+	snprintf(want, sizeof(want), "pidfd:[%llu]", fstat_ino(self->pidfd));
+	EXPECT_STREQ(link, want);
+	EXPECT_EQ(pidfd_link_ino(self->pidfd, &ino), 0);
+	EXPECT_EQ(ino, fstat_ino(self->pidfd));
+	/* Not a pidfd: not that kind of link. */
+	EXPECT_EQ(pidfd_link_ino(STDIN_FILENO, &ino), -EINVAL);
+}
+
+TEST_F(child, reaped_child_keeps_its_inode)
+{
+	struct pidfd_ident before, after;
+
+	ASSERT_EQ(pidfd_ident(self->pidfd, &before), 0);
+	ASSERT_EQ(kill_and_reap(self->pid), 0);
+	/* The pidfd holds the inode, the inode holds the struct pid. */
+	ASSERT_EQ(pidfd_ident(self->pidfd, &after), 0);
+	EXPECT_EQ(after.ino, before.ino);
+	EXPECT_EQ(fdinfo_pid(self->pidfd), -1);
+	/* The PID is free again: no new pidfd for it. */
+	EXPECT_EQ(sys_pidfd_open(self->pid, 0), -1);
+	EXPECT_EQ(errno, ESRCH);
+}
+
+TEST_F(child, pidfds_of_one_process_share_flock)
+{
+	int again = sys_pidfd_open(self->pid, 0);
+	int self_fd = sys_pidfd_open(getpid(), 0);
+	int efd = eventfd(0, EFD_CLOEXEC);
+
+	ASSERT_GE(again, 0);
+	ASSERT_GE(self_fd, 0);
+	ASSERT_GE(efd, 0);
+	/* One inode object, so one set of locks. */
+	EXPECT_EQ(pidfds_share_locks(self->pidfd, again), 1);
+	/* On lab 01's kernel all three would be 1: one anon inode. */
+	EXPECT_EQ(pidfds_share_locks(self->pidfd, self_fd), 0);
+	EXPECT_EQ(pidfds_share_locks(self->pidfd, efd), 0);
+	close(again);
+	close(self_fd);
+	close(efd);
+}
+
+TEST(fdinfo_poll_waitid_still_work)
+{
+	struct pollfd pfd = { .events = POLLIN };
+	int ready[2], fd, code = -1;
+	unsigned long long ino;
+	unsigned int flags;
+	pid_t pid;
+	char c;
+
+	ASSERT_EQ(pipe(ready), 0);
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		close(ready[1]);
+		read(ready[0], &c, 1);	/* wait for the parent's go */
+		_exit(7);
+	}
+	close(ready[0]);
+	fd = sys_pidfd_open(pid, PIDFD_NONBLOCK);
+	ASSERT_GE(fd, 0);
+	ino = fstat_ino(fd);
+
+	EXPECT_EQ(fdinfo_pid(fd), pid);
+	/* f_flags: O_RDWR and O_NONBLOCK, but not O_CLOEXEC once cleared. */
+	ASSERT_EQ(fcntl(fd, F_SETFD, 0), 0);
+	ASSERT_EQ(fdinfo_flags(fd, &flags), 0);
+	EXPECT_EQ(flags & O_ACCMODE, O_RDWR);
+	EXPECT_TRUE(flags & O_NONBLOCK);
+	EXPECT_FALSE(flags & O_CLOEXEC);
+
+	pfd.fd = fd;
+	EXPECT_EQ(poll(&pfd, 1, 0), 0);
+	close(ready[1]);
+	EXPECT_EQ(poll(&pfd, 1, 10000), 1);
+	EXPECT_TRUE(pfd.revents & POLLIN);
+	EXPECT_EQ(pidfd_reap(fd, &code), 0);
+	EXPECT_EQ(code, 7);
+	EXPECT_EQ(fstat_ino(fd), ino);
+	close(fd);
+}
+
+TEST(setns_through_pidfd)
+{
+	int ready[2], fd, status;
+	pid_t pid, helper;
+	char c;
+
+	ASSERT_EQ(pipe(ready), 0);
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		if (unshare(CLONE_NEWUTS) || sethostname("pidfdfs-child", 13))
+			_exit(1);
+		write(ready[1], "x", 1);
+		for (;;)
+			pause();
+	}
+	ASSERT_EQ(read(ready[0], &c, 1), 1);
+	fd = sys_pidfd_open(pid, 0);
+	ASSERT_GE(fd, 0);
+
+	/* Join the child's UTS namespace in a helper, not in the test. */
+	helper = fork();
+	ASSERT_GE(helper, 0);
+	if (helper == 0) {
+		char name[64] = "";
+
+		if (pidfd_join_uts(fd))
+			_exit(2);
+		gethostname(name, sizeof(name));
+		_exit(strcmp(name, "pidfdfs-child") ? 3 : 0);
+	}
+	ASSERT_EQ(waitpid(helper, &status, 0), helper);
+	EXPECT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(WEXITSTATUS(status), 0);
+	EXPECT_EQ(kill_and_reap(pid), 0);
+	close(fd);
+	close(ready[0]);
+	close(ready[1]);
+}
+
+TEST_F(child, lab01_facts_revisited)
+{
+	int again = sys_pidfd_open(self->pid, 0);
+	int self_fd = sys_pidfd_open(getpid(), 0);
+	int efd = eventfd(0, EFD_CLOEXEC);
+	pid_t me = getpid();
+
+	ASSERT_GE(again, 0);
+	ASSERT_GE(self_fd, 0);
+	ASSERT_GE(efd, 0);
+	/* Still two open files, as kcmp(KCMP_FILE) said in lab 01 ... */
+	EXPECT_NE(sys_kcmp(me, me, KCMP_FILE, self->pidfd, again), 0);
+	/* ... but now fstat() can tell the process: same, and different. */
+	EXPECT_EQ(pidfds_same_process(self->pidfd, again), 1);
+	EXPECT_EQ(pidfds_same_process(self->pidfd, self_fd), 0);
+	/* And a pidfd no longer looks like an eventfd. */
+	EXPECT_NE(fstat_ino(self->pidfd), fstat_ino(efd));
+	EXPECT_NE(pidfd_magic(self->pidfd), pidfd_magic(efd));
+	close(again);
+	close(self_fd);
+	close(efd);
+}
+
+/* The race tests: threads opening and closing pidfds for one process. */
+struct race {
+	pid_t pid;
+	unsigned long long ino;
+	volatile int killed;	/* set once the target may be gone */
+	int opened;
+	int wrong_ino;
+	int errors;
+	pthread_mutex_t lock;
+};
+
+static void *race_thread(void *arg)
+{
+	struct race *r = arg;
+	int i, opened = 0, wrong = 0, errors = 0;
+
+	for (i = 0; i < RACE_ROUNDS; i++) {
+		struct pidfd_ident id;
+		int fd = sys_pidfd_open(r->pid, 0);
+
+		if (fd < 0) {
+			/* After the kill, ESRCH is the only right answer. */
+			if (!(r->killed && errno == ESRCH))
+				errors++;
+			continue;
+		}
+		opened++;
+		if (pidfd_ident(fd, &id) || id.ino != r->ino)
+			wrong++;
+		close(fd);
+	}
+	pthread_mutex_lock(&r->lock);
+	r->opened += opened;
+	r->wrong_ino += wrong;
+	r->errors += errors;
+	pthread_mutex_unlock(&r->lock);
+	return NULL;
+}
+
+static void race_start(struct __test_metadata *_metadata, struct race *r,
+		       pthread_t *threads)
+{
+	struct pidfd_ident id;
+	int i, fd;
+
+	memset(r, 0, sizeof(*r));
+	pthread_mutex_init(&r->lock, NULL);
+	r->pid = spawn_sleeper();
+	ASSERT_GT(r->pid, 0);
+	/* Learn the inode number, then close: the threads start from scratch. */
+	fd = sys_pidfd_open(r->pid, 0);
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(pidfd_ident(fd, &id), 0);
+	r->ino = id.ino;
+	close(fd);
+	for (i = 0; i < RACE_THREADS; i++)
+		ASSERT_EQ(pthread_create(&threads[i], NULL, race_thread, r), 0);
+}
+
+TEST(race_open_close_one_inode)
+{
+	pthread_t threads[RACE_THREADS];
+	struct race r;
+	int i;
+
+	race_start(_metadata, &r, threads);
+	for (i = 0; i < RACE_THREADS; i++)
+		pthread_join(threads[i], NULL);
+	r.killed = 1;
+	EXPECT_EQ(kill_and_reap(r.pid), 0);
+	EXPECT_EQ(r.opened, RACE_THREADS * RACE_ROUNDS);
+	EXPECT_EQ(r.wrong_ino, 0);
+	EXPECT_EQ(r.errors, 0);
+}
+
+TEST(race_while_target_exits)
+{
+	pthread_t threads[RACE_THREADS];
+	struct pidfd_ident id;
+	struct race r;
+	int i, held;
+
+	race_start(_metadata, &r, threads);
+	/* Let the threads get going, then kill and reap under their feet. */
+	usleep(20000);
+	held = sys_pidfd_open(r.pid, 0);
+	ASSERT_GE(held, 0);
+	r.killed = 1;
+	ASSERT_EQ(kill_and_reap(r.pid), 0);
+	for (i = 0; i < RACE_THREADS; i++)
+		pthread_join(threads[i], NULL);
+	EXPECT_GT(r.opened, 0);
+	EXPECT_EQ(r.wrong_ino, 0);
+	EXPECT_EQ(r.errors, 0);
+	/* A pidfd held across the reap still has the same inode. */
+	ASSERT_EQ(pidfd_ident(held, &id), 0);
+	EXPECT_EQ(id.ino, r.ino);
+	close(held);
+}
+
+TEST_HARNESS_MAIN
