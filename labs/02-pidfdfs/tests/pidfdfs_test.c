@@ -363,6 +363,8 @@ TEST(setns_through_pidfd)
 		for (;;)
 			pause();
 	}
+	/* Only the child may write: if it fails, read() sees end of file. */
+	close(ready[1]);
 	ASSERT_EQ(read(ready[0], &c, 1), 1);
 	fd = sys_pidfd_open(pid, 0);
 	ASSERT_GE(fd, 0);
@@ -384,7 +386,6 @@ TEST(setns_through_pidfd)
 	EXPECT_EQ(kill_and_reap(pid), 0);
 	close(fd);
 	close(ready[0]);
-	close(ready[1]);
 }
 
 TEST_F(child, lab01_facts_revisited)
