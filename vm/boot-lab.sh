@@ -32,4 +32,5 @@ fi
 "$KIT/vm/build-kernel.sh" "$lab" "$flavour"
 initrd=$(lab_build "$lab")/initramfs-$tag.cpio
 FLAVOUR=$flavour "$KIT/vm/build-initramfs.sh" "$lab" "$exdir" "$initrd"
+export LAB_NAME="$lab ($flavour kernel)"
 exec "$KIT/vm/run-vm.sh" "$mode" "$(lab_out "$lab" "$flavour")/arch/x86/boot/bzImage" "$initrd" "$log"

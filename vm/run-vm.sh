@@ -55,7 +55,7 @@ if [ "${GDB:-0}" = 1 ] || [ "${WAIT:-0}" = 1 ]; then
 fi
 
 if [ "$mode" = shell ]; then
-	echo "Booting $(basename "$(dirname "$(dirname "$(dirname "$(dirname "$kernel")")")")") under $accel; leave with 'poweroff' or Ctrl-A x." >&2
+	echo "Booting ${LAB_NAME:-$kernel} under $accel; leave with 'poweroff' or Ctrl-A x." >&2
 	rc=0
 	"${args[@]}" -display none -serial mon:stdio || rc=$?
 	# vm-exit 0 leaves QEMU with status 1; Ctrl-A x with 0.
