@@ -1,0 +1,211 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Lab 03 stress test: hammer the stashed-dentry paths of pidfs and nsfs
+ * while the processes behind them exit and are reaped, then check that
+ * nothing leaked and that the kernel's bug finders stayed quiet.
+ *
+ * Run on the debug kernel (make test LAB=03 DEBUG=1) this is where KASAN,
+ * lockdep, DEBUG_OBJECTS and kmemleak get their chance; the first test
+ * says which of them are on. It runs on the normal kernel too.
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/klog.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+
+#include "kselftest_harness.h"
+#include "lab.h"
+
+#define THREADS 4
+#define ROUNDS 300
+
+static atomic_int target;	/* the pid every thread is after right now */
+static atomic_int done;
+
+struct counts {
+	long dentries, inodes;
+};
+
+static int read_counts(struct counts *c)
+{
+	FILE *f = fopen("/proc/sys/fs/dentry-state", "r");
+	long unused;
+
+	if (!f || fscanf(f, "%ld %ld", &c->dentries, &unused) != 2)
+		return -1;
+	fclose(f);
+	f = fopen("/proc/sys/fs/inode-nr", "r");
+	if (!f || fscanf(f, "%ld", &c->inodes) != 1)
+		return -1;
+	fclose(f);
+	return 0;
+}
+
+/* Open, poll and close a pidfd and a namespace file of whoever is target. */
+static void *opener(void *arg)
+{
+	long *errors = arg;
+	char path[64];
+
+	while (!atomic_load(&done)) {
+		pid_t pid = atomic_load(&target);
+		struct pollfd pfd = { .events = POLLIN };
+		int ns;
+
+		pfd.fd = sys_pidfd_open(pid, 0);
+		if (pfd.fd >= 0) {
+			poll(&pfd, 1, 0);
+			close(pfd.fd);
+		} else if (errno != ESRCH) {
+			(*errors)++;
+		}
+		snprintf(path, sizeof(path), "/proc/%d/ns/uts", pid);
+		ns = open(path, O_RDONLY | O_CLOEXEC);
+		if (ns >= 0)
+			close(ns);
+		else if (errno != ENOENT && errno != ESRCH && errno != EACCES)
+			(*errors)++;
+	}
+	return NULL;
+}
+
+/* The kernel log so far, NUL-terminated; free() it. */
+static char *kmsg(void)
+{
+	int n = klogctl(10 /* SYSLOG_ACTION_SIZE_BUFFER */, NULL, 0);
+	char *buf = malloc(n > 0 ? n + 1 : 1);
+
+	if (!buf)
+		return NULL;
+	n = n > 0 ? klogctl(3 /* SYSLOG_ACTION_READ_ALL */, buf, n) : 0;
+	buf[n > 0 ? n : 0] = '\0';
+	return buf;
+}
+
+static int kmsg_contains(const char *what)
+{
+	char *buf = kmsg();
+	int found = buf && strstr(buf, what);
+
+	free(buf);
+	return found;
+}
+
+/* 1 and the first report line in @first if the kernel complained. */
+static int kmsg_has_report(char *first, size_t len)
+{
+	static const char *const bad[] = {
+		"BUG:", "WARNING:", "KASAN", "possible circular locking",
+		"possible recursive locking", "suspicious RCU usage",
+		"ODEBUG", "Oops", "general protection fault", "kmemleak:",
+	};
+	char *buf = kmsg();
+	int found = 0;
+	size_t i;
+
+	if (!buf)
+		return -1;
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]) && !found; i++) {
+		char *hit = strstr(buf, bad[i]);
+
+		/* KASAN's own start-up line is not a report. */
+		if (hit && !strncmp(hit, "KASAN", 5) &&
+		    strstr(buf, "KernelAddressSanitizer initialized") &&
+		    !strstr(buf, "BUG: KASAN"))
+			continue;
+		if (hit) {
+			char *eol = strchr(hit, '\n');
+
+			snprintf(first, len, "%.*s", eol ? (int)(eol - hit) : 80, hit);
+			found = 1;
+		}
+	}
+	free(buf);
+	return found;
+}
+
+static int has(const char *path)
+{
+	return access(path, F_OK) == 0;
+}
+
+TEST(stress_open_while_exiting)
+{
+	pthread_t th[THREADS];
+	long errors[THREADS] = { 0 };
+	struct counts before, after;
+	int i, r, settled = 0;
+
+	mount("debugfs", "/sys/kernel/debug", "debugfs", 0, NULL);
+	/* Name the bug finders that watch this run. */
+	TH_LOG("checkers: KASAN=%s lockdep=%s DEBUG_OBJECTS=%s kmemleak=%s",
+	       kmsg_contains("KernelAddressSanitizer initialized") ? "on" : "off",
+	       has("/proc/lockdep") ? "on" : "off",
+	       has("/sys/kernel/debug/debug_objects") ? "on" : "off",
+	       has("/sys/kernel/debug/kmemleak") ? "on" : "off");
+	ASSERT_EQ(read_counts(&before), 0);
+
+	atomic_store(&target, getpid());
+	for (i = 0; i < THREADS; i++)
+		ASSERT_EQ(pthread_create(&th[i], NULL, opener, &errors[i]), 0);
+	for (r = 0; r < ROUNDS; r++) {
+		pid_t child = fork();
+
+		ASSERT_GE(child, 0);
+		if (child == 0) {
+			usleep(r % 7 * 100);
+			_exit(0);
+		}
+		atomic_store(&target, child);
+		ASSERT_EQ(waitpid(child, NULL, 0), child);
+	}
+	atomic_store(&done, 1);
+	for (i = 0; i < THREADS; i++) {
+		pthread_join(th[i], NULL);
+		EXPECT_EQ(errors[i], 0);
+	}
+
+	/* Freed objects go after an RCU grace period: give them a moment. */
+	for (i = 0; i < 50 && !settled; i++) {
+		usleep(100000);
+		ASSERT_EQ(read_counts(&after), 0);
+		settled = after.dentries <= before.dentries + 8 &&
+			  after.inodes <= before.inodes + 8;
+	}
+	TH_LOG("dentries %ld -> %ld, inodes %ld -> %ld", before.dentries,
+	       after.dentries, before.inodes, after.inodes);
+	EXPECT_TRUE(settled);
+}
+
+TEST(kernel_stayed_quiet)
+{
+	char line[160] = "";
+	int fd;
+
+	/* kmemleak reports only objects older than 5 s, after a scan. */
+	if (has("/sys/kernel/debug/kmemleak")) {
+		sleep(6);
+		for (int i = 0; i < 2; i++) {
+			fd = open("/sys/kernel/debug/kmemleak", O_WRONLY);
+			ASSERT_GE(fd, 0);
+			ASSERT_EQ(write(fd, "scan", 4), 4);
+			close(fd);
+		}
+		fd = open("/sys/kernel/debug/kmemleak", O_RDONLY);
+		ASSERT_GE(fd, 0);
+		EXPECT_EQ(read(fd, line, sizeof(line) - 1), 0) {
+			TH_LOG("kmemleak: %s", line);
+		}
+		close(fd);
+	}
+	EXPECT_EQ(kmsg_has_report(line, sizeof(line)), 0) {
+		TH_LOG("dmesg: %s", line);
+	}
+}
+
+TEST_HARNESS_MAIN

@@ -1,0 +1,356 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Lab 04 (draft): pidfds under a real SELinux policy that does not know the
+ * pidfd filesystem, as Fedora's did not know pidfs when Linux 6.9 came out.
+ *
+ * The VM's policy (labs/04-lsm-fallback/selinux/) leaves pidfdfs unlabeled
+ * (unlabeled_t) and does not let the test domain (base_t) use unlabeled
+ * regular files. What must happen depends on the kernel:
+ *
+ *   lab.pidfd_selinux=denied   the reproduction kernel (pidfdfs inodes not
+ *                              S_PRIVATE, files made by dentry_open()):
+ *       enforcing:  pidfd_open() and clone(CLONE_PIDFD) fail with EACCES
+ *                   and an AVC denial naming the filesystem is logged;
+ *       permissive: both work, and the same denial is logged (permissive=1).
+ *   lab.pidfd_selinux=allowed  the fixed kernel (the default), or pidfds on
+ *                              anonymous inodes: both work in both modes and
+ *                              SELinux logs nothing about pidfds.
+ *
+ * The expectation comes from the kernel command line, or from the
+ * environment variable LAB_PIDFD_SELINUX (denied|allowed) when the test is
+ * run by hand in the VM's shell. The test loads the policy with
+ * /lab/bin/load_policy if none is loaded yet, and puts SELinux back into
+ * the mode it found.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/klog.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <time.h>
+#include <linux/sched.h>
+
+#include "kselftest_harness.h"
+#include "lab.h"
+
+#define POLICY		"/lab/selinux/policy"
+#define LOADER		"/lab/bin/load_policy"
+#define ENFORCE		"/sys/fs/selinux/enforce"
+#define BURST		"/proc/sys/kernel/printk_ratelimit_burst"
+#define UNLABELED	"user_u:object_r:unlabeled_t"
+
+#ifndef SYSLOG_ACTION_READ_ALL
+#define SYSLOG_ACTION_READ_ALL		3
+#define SYSLOG_ACTION_SIZE_BUFFER	10
+#endif
+
+/* 1 when this kernel is expected to deny pidfds, 0 when not. */
+static int expect_denied(void)
+{
+	const char *env = getenv("LAB_PIDFD_SELINUX");
+	char cmdline[4096] = "";
+	FILE *f;
+
+	if (env)
+		return strcmp(env, "denied") == 0;
+	f = fopen("/proc/cmdline", "re");
+	if (f) {
+		if (!fgets(cmdline, sizeof(cmdline), f))
+			cmdline[0] = '\0';
+		fclose(f);
+	}
+	return strstr(cmdline, "lab.pidfd_selinux=denied") != NULL;
+}
+
+static int read_text(const char *path, char *buf, size_t size)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, size - 1);
+	close(fd);
+	if (n < 0)
+		return -1;
+	buf[n] = '\0';
+	return n;
+}
+
+static int write_text(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	n = write(fd, text, strlen(text));
+	close(fd);
+	return n == (ssize_t)strlen(text) ? 0 : -1;
+}
+
+/* 0 permissive, 1 enforcing, -1 no selinuxfs. */
+static int get_enforce(void)
+{
+	char buf[8];
+
+	if (read_text(ENFORCE, buf, sizeof(buf)) < 1)
+		return -1;
+	return buf[0] == '1';
+}
+
+static int set_enforce(int on)
+{
+	return write_text(ENFORCE, on ? "1" : "0");
+}
+
+/*
+ * Our own SELinux context: "kernel" (the initial SID's name) until a policy
+ * is loaded, a full context afterwards; NULL without SELinux.
+ */
+static const char *own_context(char *buf, size_t size)
+{
+	if (read_text("/proc/self/attr/current", buf, size) < 0)
+		return NULL;
+	return buf;
+}
+
+/*
+ * A line of its own in the kernel log: AVC messages are searched for after
+ * the last copy of it only.
+ */
+static void log_mark(char *mark, size_t size, const char *what)
+{
+	static int n;
+	char line[128];
+
+	snprintf(mark, size, "lab04-mark %d.%d %s", getpid(), ++n, what);
+	snprintf(line, sizeof(line), "<5>%s\n", mark);
+	write_text("/dev/kmsg", line);
+}
+
+/*
+ * The first AVC denial logged after @mark for a pidfd file (the pidfd
+ * filesystem is called pidfdfs in this kit, pidfs upstream), copied to
+ * @out. SELinux hands AVC records to the audit thread, which prints them
+ * when it gets to run: look for up to @ms milliseconds.
+ */
+static int find_avc(const char *mark, int permissive, char *out, size_t size,
+		    int ms)
+{
+	char want[32];
+	int len = klogctl(SYSLOG_ACTION_SIZE_BUFFER, NULL, 0);
+	char *buf = malloc(len + 1);
+	int waited;
+
+	snprintf(want, sizeof(want), "permissive=%d", permissive);
+	for (waited = 0; buf; waited += 50) {
+		int n = klogctl(SYSLOG_ACTION_READ_ALL, buf, len);
+		char *p, *from = NULL, *line;
+
+		buf[n > 0 ? n : 0] = '\0';
+		for (p = strstr(buf, mark); p; p = strstr(p + 1, mark))
+			from = p;
+		for (line = from; line && *line; line = p ? p + 1 : NULL) {
+			p = strchr(line, '\n');
+			if (p)
+				*p = '\0';
+			if (strstr(line, "avc:  denied") &&
+			    (strstr(line, "dev=\"pidfdfs\"") ||
+			     strstr(line, "dev=\"pidfs\"")) &&
+			    strstr(line, want)) {
+				snprintf(out, size, "%s", line);
+				free(buf);
+				return 1;
+			}
+		}
+		if (waited >= ms)
+			break;
+		usleep(50 * 1000);
+	}
+	free(buf);
+	out[0] = '\0';
+	return 0;
+}
+
+/* clone(CLONE_PIDFD): the child exits at once. Returns its pid or -1. */
+static pid_t clone_pidfd(int *pidfd)
+{
+	/* x86_64: clone(flags, stack, parent_tid, child_tid, tls) */
+	pid_t pid = syscall(SYS_clone, CLONE_PIDFD | SIGCHLD, NULL, pidfd,
+			    NULL, NULL);
+
+	if (pid == 0)
+		_exit(0);
+	return pid;
+}
+
+FIXTURE(selinux) {
+	int ready;		/* setup completed, not skipped */
+	int saved_mode;		/* enforce value found at setup */
+	int denied;		/* this kernel is expected to deny pidfds */
+	pid_t child;
+	char mark[64];
+	char avc[1024];
+};
+
+FIXTURE_VARIANT(selinux) {
+	int enforcing;
+};
+
+FIXTURE_VARIANT_ADD(selinux, enforcing) {
+	.enforcing = 1,
+};
+
+FIXTURE_VARIANT_ADD(selinux, permissive) {
+	.enforcing = 0,
+};
+
+FIXTURE_SETUP(selinux)
+{
+	char ctx[256];
+
+	/* This harness runs the test body after a SKIP() in setup. */
+	if (!own_context(ctx, sizeof(ctx)))
+		SKIP(return, "SELinux is not enabled in this kernel");
+	if (!strchr(ctx, ':')) {
+		if (access(POLICY, R_OK) || access(LOADER, X_OK))
+			SKIP(return, "no SELinux policy loaded, and no %s", POLICY);
+		ASSERT_EQ(system(LOADER " " POLICY " 0 >/dev/null"), 0);
+		ASSERT_NE(own_context(ctx, sizeof(ctx)), NULL);
+		ASSERT_NE(strchr(ctx, ':'), NULL);
+	}
+	TH_LOG("running as %s, the kernel is expected to %s pidfds", ctx,
+	       expect_denied() ? "deny" : "allow");
+	self->denied = expect_denied();
+	self->saved_mode = get_enforce();
+	ASSERT_GE(self->saved_mode, 0);
+	/*
+	 * Audit records reach the kernel log through printk_ratelimit(), 10
+	 * a burst: mode switches and denials of the tests before this one
+	 * must not use them up.
+	 */
+	write_text(BURST, "1000");
+	/*
+	 * Going to enforcing empties the AVC. Without that, a permission
+	 * granted in permissive mode by an earlier test stays cached and is
+	 * not logged again.
+	 */
+	ASSERT_EQ(set_enforce(1), 0);
+	ASSERT_EQ(set_enforce(variant->enforcing), 0);
+	ASSERT_EQ(get_enforce(), variant->enforcing);
+
+	self->child = spawn_sleeper();
+	ASSERT_GT(self->child, 0);
+	self->ready = 1;
+}
+
+FIXTURE_TEARDOWN(selinux)
+{
+	if (!self->ready)
+		return;
+	kill_and_reap(self->child);
+	set_enforce(self->saved_mode);
+}
+
+/*
+ * Check the outcome of creating one pidfd: @fd (-1 with @err on failure),
+ * and the AVC denial logged since self->mark or not.
+ */
+static void check_outcome(struct __test_metadata *_metadata,
+			  FIXTURE_DATA(selinux) *self, int enforcing,
+			  int fd, int err)
+{
+	int logged;
+
+	if (self->denied && enforcing) {
+		EXPECT_EQ(fd, -1);
+		if (fd < 0) {
+			EXPECT_EQ(err, EACCES);
+		}
+	} else {
+		EXPECT_GE(fd, 0) TH_LOG("failed with %s", strerror(err));
+	}
+	/* Waiting for nothing to show up takes the whole time: 1 s then. */
+	logged = find_avc(self->mark, !enforcing, self->avc, sizeof(self->avc),
+			  self->denied ? 3000 : 1000);
+	if (self->denied) {
+		ASSERT_TRUE(logged) TH_LOG("no AVC denial for the pidfd file");
+		/* What dentry_open() asks for: open, and the O_RDWR of a pidfd. */
+		EXPECT_NE(strstr(self->avc, "{ read write open }"), NULL);
+		EXPECT_NE(strstr(self->avc, "tcontext=" UNLABELED " "), NULL);
+		EXPECT_NE(strstr(self->avc, "tclass=file"), NULL);
+	} else {
+		EXPECT_FALSE(logged) TH_LOG("unexpected: %s", self->avc);
+	}
+	if (logged)
+		TH_LOG("%s", self->avc);
+}
+
+TEST_F(selinux, pidfd_open)
+{
+	int fd, err;
+
+	if (!self->ready)
+		return;
+	log_mark(self->mark, sizeof(self->mark), "pidfd_open");
+	fd = sys_pidfd_open(self->child, 0);
+	err = errno;
+	check_outcome(_metadata, self, variant->enforcing, fd, err);
+	if (fd >= 0)
+		close(fd);
+}
+
+TEST_F(selinux, clone_pidfd)
+{
+	int pidfd = -1, err;
+	pid_t pid;
+
+	if (!self->ready)
+		return;
+	log_mark(self->mark, sizeof(self->mark), "clone_pidfd");
+	pid = clone_pidfd(&pidfd);
+	err = errno;
+	if (pid > 0) {
+		EXPECT_EQ(waitpid(pid, NULL, 0), pid);
+	} else {
+		EXPECT_EQ(pidfd, -1);	/* no child, no pidfd */
+	}
+	check_outcome(_metadata, self, variant->enforcing,
+		      pid > 0 ? pidfd : -1, err);
+	if (pidfd >= 0)
+		close(pidfd);
+}
+
+/*
+ * The label SELinux gave a pidfd: unlabeled_t when SELinux sees the inode;
+ * none at all (EOPNOTSUPP) for an S_PRIVATE inode, which the LSM hooks skip.
+ */
+TEST_F(selinux, pidfd_label)
+{
+	char label[256];
+	ssize_t n;
+	int fd;
+
+	if (!self->ready)
+		return;
+	if (self->denied && variant->enforcing)
+		SKIP(return, "no pidfd to look at: pidfd_open() is denied");
+	fd = sys_pidfd_open(self->child, 0);
+	ASSERT_GE(fd, 0);
+	n = fgetxattr(fd, "security.selinux", label, sizeof(label) - 1);
+	if (self->denied) {
+		ASSERT_GT(n, 0) TH_LOG("fgetxattr: %s", strerror(errno));
+		label[n] = '\0';
+		EXPECT_STREQ(label, UNLABELED);
+	} else {
+		EXPECT_EQ(n, -1);
+		EXPECT_EQ(errno, EOPNOTSUPP);
+	}
+	close(fd);
+}
+
+TEST_HARNESS_MAIN
