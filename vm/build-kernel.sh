@@ -25,10 +25,11 @@ for l in $(labs_upto "$lab"); do
 	f=$(lab_dir "$l")/kernel.config
 	[ -f "$f" ] && frags+=("$f")
 done
-if [ "$flavour" != default ]; then
+if [ "$flavour" = debug ]; then
+	# DEBUG=1 is the harness's own flavour, the same for every lab.
+	frags+=("$KIT/vm/config/debug.config")
+elif [ "$flavour" != default ]; then
 	f=$(lab_dir "$lab")/flavours/$flavour.config
-	# "debug" (DEBUG=1) exists for every lab; a lab may still have its own.
-	[ -f "$f" ] || [ "$flavour" != debug ] || f=$KIT/vm/config/debug.config
 	[ -f "$f" ] || die "lab $lab has no kernel flavour '$flavour' ($f is missing)"
 	frags+=("$f")
 fi

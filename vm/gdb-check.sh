@@ -17,17 +17,16 @@ guest=$(sed -n 's/^# guest: //p' "$script" | head -n1)
 log=${tap%.tap}.console.log
 gdblog=${tap%.tap}.gdb.log
 
-listening() { grep -q ":$(printf '%04X' "$1") 00000000:0000 0A" /proc/net/tcp; }
 port=${GDB_PORT:-}
 if [ -z "$port" ]; then
-	for port in $(shuf -i 20000-40000 -n 20); do listening "$port" || break; done
+	for port in $(shuf -i 20000-40000 -n 20); do port_listening "$port" || break; done
 fi
 
 GDB=1 WAIT=1 GDB_PORT=$port QUIET=1 APPEND="lab.run=$guest" TIMEOUT=600 \
 	"$KIT/vm/boot-lab.sh" "$lab" run "$(lab_dir "$lab")/solution" solution "$log" &
 vm=$!
 for _ in $(seq 600); do
-	listening "$port" && break
+	port_listening "$port" && break
 	kill -0 "$vm" 2>/dev/null || break
 	sleep 0.5
 done

@@ -12,7 +12,7 @@ out=$(lab_out "$lab")
 port=${GDB_PORT:-1234}
 [ -f "$out/vmlinux" ] || die "no vmlinux for $lab: run 'make kernel LAB=${lab%%-*}' first"
 [ -f "$out/vmlinux-gdb.py" ] || die "$out/vmlinux-gdb.py is missing: the kernel was built without CONFIG_GDB_SCRIPTS"
-if ! grep -q ":$(printf '%04X' "$port") 00000000:0000 0A" /proc/net/tcp; then
+if ! port_listening "$port"; then
 	die "nothing listens on 127.0.0.1:$port: start the VM first with 'make lab LAB=${lab%%-*} GDB=1' (WAIT=1 to stop at the first instruction)"
 fi
 exec gdb -q -nx -iex "add-auto-load-safe-path $out" \

@@ -46,6 +46,11 @@ labs_upto() {
 	done
 }
 
+# True when something listens on TCP port $1 of this machine (a gdb stub).
+port_listening() {
+	grep -q ":$(printf '%04X' "$1") 00000000:0000 0A" /proc/net/tcp
+}
+
 lab_dir() { echo "$KIT/labs/$1"; }
 lab_build() { echo "$BUILD/labs/$1"; }
 # A lab has its reference kernel tree, and with KIT_TREE=name another one

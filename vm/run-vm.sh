@@ -43,7 +43,7 @@ args=(qemu-system-x86_64 -nodefaults -no-reboot "${accel_args[@]}"
 boot_timeout=${BOOT_TIMEOUT:-60}
 if [ "${GDB:-0}" = 1 ] || [ "${WAIT:-0}" = 1 ]; then
 	port=${GDB_PORT:-1234}
-	if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+	if port_listening "$port"; then
 		die "port $port on 127.0.0.1 is taken (another VM?): pick a free one with GDB_PORT=NNNN"
 	fi
 	# Loopback only: '-s' would listen on every interface of a shared box.

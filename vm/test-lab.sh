@@ -42,7 +42,6 @@ python3 "$KIT/vm/tap-summary.py" --skeleton "$res/skeleton.log" "$res/skeleton.t
 for f in "$dir"/flavours/*.config; do
 	[ -f "$f" ] || continue
 	flavour=$(basename "$f" .config)
-	[ "$flavour" = debug ] && continue
 	tests=$(sed -n 's/^# tests: *//p' "$f" | head -n1)
 	tests=$(resolve_lab "${tests:-$lab}")
 	echo "=== $lab: kernel flavour $flavour with the tests of $tests"

@@ -95,25 +95,8 @@ static int fdinfo_pid(int fd)
 	return pid;
 }
 
-FIXTURE(child) {
-	pid_t pid;
-	int pidfd;
-};
-
-FIXTURE_SETUP(child)
-{
-	self->pid = spawn_sleeper();
-	ASSERT_GT(self->pid, 0);
-	self->pidfd = sys_pidfd_open(self->pid, 0);
-	ASSERT_GE(self->pidfd, 0);
-}
-
-FIXTURE_TEARDOWN(child)
-{
-	kill(self->pid, SIGKILL);
-	waitpid(self->pid, NULL, 0);
-	close(self->pidfd);
-}
+/* FIXTURE(child): a sleeping child and a pidfd for it. */
+#include "lab_fixture.h"
 
 TEST_F(child, pidfd_lives_on_pidfdfs)
 {
