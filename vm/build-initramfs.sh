@@ -4,6 +4,9 @@
 # The lab kernel (flavour $FLAVOUR, default "default") must be built: its
 # exported headers and its usr/gen_init_cpio are used. TESTS_LAB=NN takes
 # the tests of another lab (a fallback flavour must pass lab 01's tests).
+# KIT_KSRC and KIT_KOUT name another kernel's source and output trees (the
+# 6.12 reference kernel of `make reference`): its headers, selftests and
+# gen_init_cpio are used instead of the lab kernel's.
 #
 # Contents: Debian's static busybox, vm/guest/*, the lab's exercises and
 # tests (static, against the lab kernel's headers), and the tree's own pidfd
@@ -15,8 +18,8 @@ set -euo pipefail
 lab=$(resolve_lab "${1:?usage: build-initramfs.sh LAB EXERCISE_DIR OUTPUT}")
 exdir=$(cd "${2:?missing EXERCISE_DIR}" && pwd)
 cpio=$(realpath -m "${3:?missing OUTPUT}")
-src=$(lab_src "$lab")
-kout=$(lab_out "$lab" "${FLAVOUR:-default}")
+src=${KIT_KSRC:-$(lab_src "$lab")}
+kout=${KIT_KOUT:-$(lab_out "$lab" "${FLAVOUR:-default}")}
 tests_lab=$(resolve_lab "${TESTS_LAB:-$lab}")
 hdr=$kout/usr/include
 [ -d "$hdr" ] || die "the $lab kernel is not built yet: run 'make kernel LAB=${lab%%-*}'"
@@ -48,6 +51,14 @@ make -s -C "$src/tools/testing/selftests/pidfd" OUTPUT="$stage/selftests" \
 	KHDR_INCLUDES="-isystem $hdr" LDFLAGS=-static >"$stage/selftests.log" 2>&1 ||
 	{ cat "$stage/selftests.log" >&2; die "the pidfd selftests did not build (log above)"; }
 rm -f "$stage/selftests.log"
+
+# A lab may add to /lab for itself and every later lab: its initramfs.sh
+# gets the tree, the kernel's output dir and the stage.
+for l in $(labs_upto "$lab"); do
+	hook=$(lab_dir "$l")/initramfs.sh
+	[ -x "$hook" ] || continue
+	"$hook" "$src" "$kout" "$stage" || die "${hook#"$KIT"/} failed (output above)"
+done
 
 echo "$lab" >"$stage/name"
 cat >"$stage/motd" <<MOTD

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# scripts/checkpatch.pl --strict on every patch of every lab, as a
-# maintainer would run it. Any error, warning or check fails.
+# scripts/checkpatch.pl --strict on every patch of every lab, its series and
+# its variants, as a maintainer would run it. Any error, warning or check
+# fails.
 set -euo pipefail
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -9,7 +10,7 @@ set -euo pipefail
 checkpatch=$PRISTINE/scripts/checkpatch.pl
 bad=0 n=0
 for l in $(all_labs); do
-	for p in "$(lab_dir "$l")"/patches/*.patch; do
+	for p in "$(lab_dir "$l")"/patches/*.patch "$(lab_dir "$l")"/variants/*.patch; do
 		[ -f "$p" ] || continue
 		n=$((n + 1))
 		out=$(perl "$checkpatch" --strict --no-tree --no-color --quiet "$p" 2>&1) || true

@@ -6,10 +6,12 @@ set -euo pipefail
 
 packages=(
 	# the kernel and its build
-	linux-source-6.1 gcc make bc flex bison libelf-dev libssl-dev
+	linux-source-6.1 linux-source-6.12 gcc make bc flex bison libelf-dev libssl-dev
 	xz-utils cpio git perl python3 ccache
 	# the VM and what runs in it
 	qemu-system-x86 busybox-static
+	# lab 04: the SELinux policy compiler
+	checkpolicy
 	# instructors, CI, docs
 	gdb shellcheck python3-sphinx python3-sphinx-rtd-theme graphviz
 )

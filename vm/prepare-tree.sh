@@ -38,17 +38,24 @@ extract_pristine() {
 	mv "$tmp" "$PRISTINE"
 }
 
-# The ordered list of patch files for the cumulative series.
+# The ordered list of patch files for the cumulative series. With KIT_TREE
+# set, KIT_SERIES may name another series file for the last lab: a variant
+# of its kernel (lab 04's "before the fix"), paths relative to that file.
 series_files() {
-	local l d p
+	local l d p f
 	for l in $(labs_upto "$lab"); do
-		d=$(lab_dir "$l")/patches
-		[ -f "$d/series" ] || continue
+		f=$(lab_dir "$l")/patches/series
+		if [ "$l" = "$lab" ] && [ -n "${KIT_TREE:-}" ] && [ -n "${KIT_SERIES:-}" ]; then
+			f=$KIT_SERIES
+			[ -f "$f" ] || die "KIT_SERIES=$f does not exist"
+		fi
+		[ -f "$f" ] || continue
+		d=$(dirname "$f")
 		while read -r p; do
 			case $p in '' | '#'*) continue ;; esac
-			[ -f "$d/$p" ] || die "$d/series names $p, which does not exist"
+			[ -f "$d/$p" ] || die "$f names $p, which does not exist"
 			echo "$d/$p"
-		done <"$d/series"
+		done <"$f"
 	done
 }
 

@@ -8,6 +8,9 @@
 #  skeleton.tap         the same tests on the generated skeleton: each must fail
 #  flavour-*.log        each extra kernel flavour (flavours/*.config) booted
 #                       with the tests its "# tests: LAB" line names
+#  variant-*.log        each kernel variant (variants/*.series: the lab's
+#                       series replaced, e.g. "before the fix"), booted with
+#                       the kernel arguments of its "# append: ..." line
 #  gdb-*.tap            each instructor gdb script, run in batch mode
 #  transcripts.tap      the book's VM output still matches this run
 set -uo pipefail
@@ -47,6 +50,16 @@ for f in "$dir"/flavours/*.config; do
 	echo "=== $lab: kernel flavour $flavour with the tests of $tests"
 	FLAVOUR=$flavour TESTS_LAB=$tests QUIET=1 "$KIT/vm/boot-lab.sh" "$lab" test \
 		"$(lab_dir "$tests")/solution" "flavour-$flavour" "$res/flavour-$flavour.log"
+done
+
+for v in "$dir"/variants/*.series; do
+	[ -f "$v" ] || continue
+	name=$(basename "$v" .series)
+	append=$(sed -n 's/^# append: *//p' "$v" | head -n1)
+	echo "=== $lab: kernel variant $name ($append)"
+	KIT_TREE=variant-$name KIT_SERIES=$v APPEND="$append" FLAVOUR=default QUIET=1 \
+		"$KIT/vm/boot-lab.sh" "$lab" test "$dir/solution" "variant-$name" "$res/variant-$name.log"
+	python3 "$KIT/vm/transcripts.py" extract-as "$res/variant-$name.log" "$fresh" "variant-$name-"
 done
 
 for g in "$dir"/gdb/*.gdb; do

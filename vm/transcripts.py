@@ -3,6 +3,8 @@
 
   transcripts.py extract LOG OUT_DIR        each LAB-DEMO block of a console
                                             log -> OUT_DIR/<program>.txt
+  transcripts.py extract-as LOG OUT_DIR PREFIX
+                                            the same, as OUT_DIR/PREFIX<program>.txt
   transcripts.py gdb GDB_LOG OUT_FILE       a gdb batch session -> OUT_FILE
   transcripts.py check FRESH_DIR DOC_DIR TAP
                                             compare fresh transcripts with the
@@ -10,7 +12,7 @@
   transcripts.py update FRESH_DIR DOC_DIR   copy fresh ones into the book
 
 Only what truly varies between runs is normalized: pids, kernel addresses,
-gdb thread numbers and inode numbers handed out at run time. Everything
+gdb thread and vCPU numbers and inode numbers handed out at run time. Everything
 else must match the committed transcript to the byte.
 """
 import difflib
@@ -28,6 +30,15 @@ RULES = [
     (re.compile(r'\b(inode|ino|i_ino)([ :=]+)(\d{3,})'), r'\1\2<ino>'),
     (re.compile(r'\[(\d{3,})\]'), '[<ino>]'),
     (re.compile(r'\bdev (\d+)'), 'dev <dev>'),
+    (re.compile(r'\bchild (\d+)'), 'child <pid>'),
+    (re.compile(r'\binodes (\d+) and (\d+)'), 'inodes <ino> and <ino>'),
+    (re.compile(r'\b(Pid:\s*)(\d+)\)'), r'\1<pid>)'),
+    # Which vCPU gets somewhere first is up to the host's scheduler.
+    (re.compile(r'\bCPU thread \d+'), 'CPU thread N'),
+    (re.compile(r'\[Switching to thread \d+ \(Thread \d+\.\d+\)\]'),
+     '[Switching to thread N (Thread 1.N)]'),
+    # ... and where the other vCPU was when it stopped.
+    (re.compile(r'^#0 .*'), '#0  <where the other vCPU stopped>'),
 ]
 
 
@@ -40,7 +51,7 @@ def normalize(text):
     return '\n'.join(out).strip('\n') + '\n'
 
 
-def extract(log, out_dir):
+def extract(log, out_dir, prefix=''):
     os.makedirs(out_dir, exist_ok=True)
     name, buf = None, []
     with open(log, errors='replace') as f:
@@ -48,7 +59,7 @@ def extract(log, out_dir):
             if line.startswith('LAB-DEMO-BEGIN '):
                 name, buf = line.split(None, 1)[1], []
             elif line.startswith('LAB-DEMO-END ') and name:
-                with open(os.path.join(out_dir, name + '.txt'), 'w') as t:
+                with open(os.path.join(out_dir, prefix + name + '.txt'), 'w') as t:
                     t.write(normalize('\n'.join(buf)))
                 name = None
             elif name:
@@ -108,7 +119,8 @@ def update(fresh, doc):
 
 
 if __name__ == '__main__':
-    cmds = {'extract': (extract, 2), 'gdb': (gdb, 2), 'check': (check, 3),
+    cmds = {'extract': (extract, 2), 'extract-as': (extract, 3),
+            'gdb': (gdb, 2), 'check': (check, 3),
             'update': (update, 2)}
     if len(sys.argv) < 2 or sys.argv[1] not in cmds or \
             len(sys.argv) != cmds[sys.argv[1]][1] + 2:
