@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Lab 03 tests: namespace files and pidfds, both from path_from_stashed().
- * A child sits in new user, UTS and (for its children) pid namespaces; the
+ * A child sits in new user and UTS namespaces; the
  * tests look at it through nsfs and through a pidfd, directly and through
  * the exercise functions of ns_facts.c.
  */
@@ -54,7 +54,7 @@ FIXTURE_SETUP(nschild)
 	ASSERT_GE(self->pid, 0);
 	if (self->pid == 0) {
 		close(ready[0]);
-		if (unshare(CLONE_NEWUSER | CLONE_NEWUTS | CLONE_NEWPID) ||
+		if (unshare(CLONE_NEWUSER | CLONE_NEWUTS) ||
 		    sethostname("lab03-child", 11))
 			_exit(1);
 		write(ready[1], "r", 1);
@@ -141,25 +141,26 @@ TEST_F(nschild, nstype_and_owner)
 TEST_F(nschild, related_namespaces_are_stashed_too)
 {
 	int uts = open_ns(self->pid, "uts");
-	int pidns = open_ns(self->pid, "pid_for_children");
+	int user = open_ns(self->pid, "user");
 	ino_t userns = 0, parent = 0, want_user = 0, want_parent = 0;
 
 	ASSERT_GE(uts, 0);
-	ASSERT_GE(pidns, 0);
+	ASSERT_GE(user, 0);
 	/* The owner of the child's UTS namespace is the child's user namespace. */
 	ASSERT_EQ(ns_related_ino(uts, NS_GET_USERNS, &userns), 0);
 	ASSERT_EQ(ns_ino_of(self->pid, "user", &want_user), 0);
 	EXPECT_EQ(userns, want_user);
-	/* The parent of its new pid namespace is ours. */
-	ASSERT_EQ(ns_related_ino(pidns, NS_GET_PARENT, &parent), 0);
-	ASSERT_EQ(ns_ino_of(getpid(), "pid", &want_parent), 0);
+	/* The parent of its user namespace is ours. */
+	ASSERT_EQ(ns_related_ino(user, NS_GET_PARENT, &parent), 0);
+	ASSERT_EQ(ns_ino_of(getpid(), "user", &want_parent), 0);
 	EXPECT_EQ(parent, want_parent);
-	/* Ours has no parent we may see. */
-	close(pidns);
-	pidns = open_ns(getpid(), "pid");
-	EXPECT_EQ(ns_related_ino(pidns, NS_GET_PARENT, &parent), -EPERM);
+	/* Ours is the initial one: it has no parent. */
+	close(user);
+	user = open_ns(getpid(), "user");
+	ASSERT_GE(user, 0);
+	EXPECT_EQ(ns_related_ino(user, NS_GET_PARENT, &parent), -EPERM);
 	close(uts);
-	close(pidns);
+	close(user);
 }
 
 /* Run join_uts() in a throw-away process and report the hostname it sees. */
