@@ -8,7 +8,7 @@
 #    policy capabilities this kernel has (its classmap.h). The kernel build
 #    compiles it as a host program whenever CONFIG_SECURITY_SELINUX=y; if it
 #    is not there it is compiled here the same way.
-# 2. unlabel-pidfdfs.sh leaves pidfdfs unlabeled and keeps base_t, the one
+# 2. unlabel-pidfs.sh leaves pidfs unlabeled and keeps base_t, the one
 #    domain, away from unlabeled regular files (see there why).
 # 3. Debian's checkpolicy compiles it into OUT_DIR/policy, a binary policy
 #    of the newest version both checkpolicy and the kernel understand.
@@ -36,7 +36,7 @@ if [ ! -x "$mdp" ]; then
 fi
 
 "$mdp" "$out/policy.conf.mdp" "$out/file_contexts"
-sh "$here/unlabel-pidfdfs.sh" <"$out/policy.conf.mdp" >"$out/policy.conf"
+sh "$here/unlabel-pidfs.sh" <"$out/policy.conf.mdp" >"$out/policy.conf"
 
 # Policy version: POLICYDB_VERSION_MAX of this kernel, if checkpolicy can
 # write it (checkpolicy -V prints "33 (compatibility range 33-15)").

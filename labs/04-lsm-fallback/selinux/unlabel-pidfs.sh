@@ -3,8 +3,8 @@
 # allowed everything on itself) into a policy that treats pidfds the way
 # Fedora's policy did when Linux 6.9 put them on a filesystem of their own:
 #
-#   - the new filesystem has no label: pidfdfs (and upstream's name, pidfs)
-#     is in no fs_use_* or genfscon statement, so SELinux labels its
+#   - the new filesystem has no label: pidfs (and pidfdfs, its name in lab
+#     02) is in no fs_use_* or genfscon statement, so SELinux labels its
 #     superblock and inodes with the "unlabeled" initial SID;
 #   - that SID gets a type of its own, unlabeled_t (mdp gives every initial
 #     SID base_t, which would let anything through);
@@ -12,9 +12,9 @@
 #     it as a regular file (class "file"): opening a pidfd, which
 #     dentry_open() checks as "file { read write open }", is denied;
 #   - every other filesystem the VM meets is labeled base_t, so that only
-#     pidfdfs ends up unlabeled.
+#     pidfs ends up unlabeled.
 #
-#   unlabel-pidfdfs.sh <policy.conf >policy.conf.new
+#   unlabel-pidfs.sh <policy.conf >policy.conf.new
 set -eu
 
 # Filesystems mdp leaves out but the lab VM has: the initramfs (rootfs),
@@ -64,12 +64,12 @@ END {
 	out=$(cat)
 	# Refuse a policy that would label pidfds after all.
 	if printf '%s\n' "$out" | grep -Eq '^(fs_use_[a-z]+|genfscon) +(pidfdfs|pidfs) '; then
-		echo "unlabel-pidfdfs.sh: the policy labels pidfdfs/pidfs" >&2
+		echo "unlabel-pidfs.sh: the policy labels pidfdfs/pidfs" >&2
 		exit 1
 	fi
 	for want in 'type unlabeled_t;' 'sid unlabeled user_u:object_r:unlabeled_t'; do
 		printf '%s\n' "$out" | grep -qxF "$want" || {
-			echo "unlabel-pidfdfs.sh: mdp output changed, '$want' was not made" >&2
+			echo "unlabel-pidfs.sh: mdp output changed, '$want' was not made" >&2
 			exit 1
 		}
 	done

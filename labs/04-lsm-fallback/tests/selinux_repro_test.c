@@ -1,26 +1,23 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Lab 04 (draft): pidfds under a real SELinux policy that does not know the
- * pidfd filesystem, as Fedora's did not know pidfs when Linux 6.9 came out.
+ * Lab 04 tests: pidfds under a real SELinux policy that does not know pidfs,
+ * as Fedora's did not when Linux 6.9 came out.
  *
- * The VM's policy (labs/04-lsm-fallback/selinux/) leaves pidfdfs unlabeled
+ * The VM's policy (labs/04-lsm-fallback/selinux/) leaves pidfs unlabeled
  * (unlabeled_t) and does not let the test domain (base_t) use unlabeled
- * regular files. What must happen depends on the kernel:
+ * regular files. What must happen depends on the kernel (expect.h):
  *
- *   lab.pidfd_selinux=denied   the reproduction kernel (pidfdfs inodes not
- *                              S_PRIVATE, files made by dentry_open()):
+ *   denied   before the fix, files made by dentry_open():
  *       enforcing:  pidfd_open() and clone(CLONE_PIDFD) fail with EACCES
  *                   and an AVC denial naming the filesystem is logged;
  *       permissive: both work, and the same denial is logged (permissive=1).
- *   lab.pidfd_selinux=allowed  the fixed kernel (the default), or pidfds on
- *                              anonymous inodes: both work in both modes and
- *                              SELinux logs nothing about pidfds.
+ *   detour   before the fix, files made by alloc_file(): creating pidfds
+ *            works, but fstat() and passing one over a socket are denied.
+ *   allowed  the fixed kernel: everything works in both modes and SELinux
+ *            logs nothing about pidfds.
  *
- * The expectation comes from the kernel command line, or from the
- * environment variable LAB_PIDFD_SELINUX (denied|allowed) when the test is
- * run by hand in the VM's shell. The test loads the policy with
- * /lab/bin/load_policy if none is loaded yet, and puts SELinux back into
- * the mode it found.
+ * Each test puts SELinux back into the mode it found (the VM boots
+ * enforcing, see vm/guest/init).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -33,8 +30,11 @@
 #include <time.h>
 #include <linux/sched.h>
 
+#include <sys/socket.h>
+
 #include "kselftest_harness.h"
 #include "lab.h"
+#include "expect.h"
 
 #define POLICY		"/lab/selinux/policy"
 #define LOADER		"/lab/bin/load_policy"
@@ -46,24 +46,6 @@
 #define SYSLOG_ACTION_READ_ALL		3
 #define SYSLOG_ACTION_SIZE_BUFFER	10
 #endif
-
-/* 1 when this kernel is expected to deny pidfds, 0 when not. */
-static int expect_denied(void)
-{
-	const char *env = getenv("LAB_PIDFD_SELINUX");
-	char cmdline[4096] = "";
-	FILE *f;
-
-	if (env)
-		return strcmp(env, "denied") == 0;
-	f = fopen("/proc/cmdline", "re");
-	if (f) {
-		if (!fgets(cmdline, sizeof(cmdline), f))
-			cmdline[0] = '\0';
-		fclose(f);
-	}
-	return strstr(cmdline, "lab.pidfd_selinux=denied") != NULL;
-}
 
 static int read_text(const char *path, char *buf, size_t size)
 {
@@ -133,13 +115,12 @@ static void log_mark(char *mark, size_t size, const char *what)
 }
 
 /*
- * The first AVC denial logged after @mark for a pidfd file (the pidfd
- * filesystem is called pidfdfs in this kit, pidfs upstream), copied to
- * @out. SELinux hands AVC records to the audit thread, which prints them
+ * The first AVC denial logged after @mark for a pidfd file (on pidfs)
+ * asking for @perms, copied to @out. SELinux hands AVC records to the audit thread, which prints them
  * when it gets to run: look for up to @ms milliseconds.
  */
-static int find_avc(const char *mark, int permissive, char *out, size_t size,
-		    int ms)
+static int find_avc(const char *mark, const char *perms, int permissive,
+		    char *out, size_t size, int ms)
 {
 	char want[32];
 	int len = klogctl(SYSLOG_ACTION_SIZE_BUFFER, NULL, 0);
@@ -159,8 +140,8 @@ static int find_avc(const char *mark, int permissive, char *out, size_t size,
 			if (p)
 				*p = '\0';
 			if (strstr(line, "avc:  denied") &&
-			    (strstr(line, "dev=\"pidfdfs\"") ||
-			     strstr(line, "dev=\"pidfs\"")) &&
+			    strstr(line, perms) &&
+			    strstr(line, "dev=\"pidfs\"") &&
 			    strstr(line, want)) {
 				snprintf(out, size, "%s", line);
 				free(buf);
@@ -191,7 +172,7 @@ static pid_t clone_pidfd(int *pidfd)
 FIXTURE(selinux) {
 	int ready;		/* setup completed, not skipped */
 	int saved_mode;		/* enforce value found at setup */
-	int denied;		/* this kernel is expected to deny pidfds */
+	enum pidfd_selinux expect;
 	pid_t child;
 	char mark[64];
 	char avc[1024];
@@ -223,9 +204,9 @@ FIXTURE_SETUP(selinux)
 		ASSERT_NE(own_context(ctx, sizeof(ctx)), NULL);
 		ASSERT_NE(strchr(ctx, ':'), NULL);
 	}
-	TH_LOG("running as %s, the kernel is expected to %s pidfds", ctx,
-	       expect_denied() ? "deny" : "allow");
-	self->denied = expect_denied();
+	self->expect = expected_pidfd_selinux();
+	TH_LOG("running as %s, pidfds are expected to be %s", ctx,
+	       pidfd_selinux_name(self->expect));
 	self->saved_mode = get_enforce();
 	ASSERT_GE(self->saved_mode, 0);
 	/*
@@ -258,15 +239,16 @@ FIXTURE_TEARDOWN(selinux)
 
 /*
  * Check the outcome of creating one pidfd: @fd (-1 with @err on failure),
- * and the AVC denial logged since self->mark or not.
+ * and the AVC denial of the open logged since self->mark, or not.
  */
 static void check_outcome(struct __test_metadata *_metadata,
 			  FIXTURE_DATA(selinux) *self, int enforcing,
 			  int fd, int err)
 {
+	int denied = self->expect == PIDFD_DENIED;
 	int logged;
 
-	if (self->denied && enforcing) {
+	if (denied && enforcing) {
 		EXPECT_EQ(fd, -1);
 		if (fd < 0) {
 			EXPECT_EQ(err, EACCES);
@@ -275,12 +257,10 @@ static void check_outcome(struct __test_metadata *_metadata,
 		EXPECT_GE(fd, 0) TH_LOG("failed with %s", strerror(err));
 	}
 	/* Waiting for nothing to show up takes the whole time: 1 s then. */
-	logged = find_avc(self->mark, !enforcing, self->avc, sizeof(self->avc),
-			  self->denied ? 3000 : 1000);
-	if (self->denied) {
+	logged = find_avc(self->mark, "{ read write open }", !enforcing,
+			  self->avc, sizeof(self->avc), denied ? 3000 : 1000);
+	if (denied) {
 		ASSERT_TRUE(logged) TH_LOG("no AVC denial for the pidfd file");
-		/* What dentry_open() asks for: open, and the O_RDWR of a pidfd. */
-		EXPECT_NE(strstr(self->avc, "{ read write open }"), NULL);
 		EXPECT_NE(strstr(self->avc, "tcontext=" UNLABELED " "), NULL);
 		EXPECT_NE(strstr(self->avc, "tclass=file"), NULL);
 	} else {
@@ -337,12 +317,16 @@ TEST_F(selinux, pidfd_label)
 
 	if (!self->ready)
 		return;
-	if (self->denied && variant->enforcing)
+	if (self->expect == PIDFD_DENIED && variant->enforcing)
 		SKIP(return, "no pidfd to look at: pidfd_open() is denied");
 	fd = sys_pidfd_open(self->child, 0);
 	ASSERT_GE(fd, 0);
 	n = fgetxattr(fd, "security.selinux", label, sizeof(label) - 1);
-	if (self->denied) {
+	if (self->expect == PIDFD_DETOUR && variant->enforcing) {
+		/* Reading the label is a getattr on the inode: denied too. */
+		EXPECT_EQ(n, -1);
+		EXPECT_EQ(errno, EACCES);
+	} else if (self->expect != PIDFD_ALLOWED) {
 		ASSERT_GT(n, 0) TH_LOG("fgetxattr: %s", strerror(errno));
 		label[n] = '\0';
 		EXPECT_STREQ(label, UNLABELED);
@@ -350,6 +334,101 @@ TEST_F(selinux, pidfd_label)
 		EXPECT_EQ(n, -1);
 		EXPECT_EQ(errno, EOPNOTSUPP);
 	}
+	close(fd);
+}
+
+/*
+ * What the detour leaves: the pidfd exists, but the inode behind it is
+ * still checked, and denied, by every hook after the open.
+ */
+TEST_F(selinux, fstat_after_create)
+{
+	int detour = self->expect == PIDFD_DETOUR;
+	struct stat st;
+	int fd, ret, err, logged;
+
+	if (!self->ready)
+		return;
+	if (self->expect == PIDFD_DENIED)
+		SKIP(return, "the open itself is what this kernel denies");
+	fd = sys_pidfd_open(self->child, 0);
+	ASSERT_GE(fd, 0);
+	log_mark(self->mark, sizeof(self->mark), "fstat");
+	ret = fstat(fd, &st);
+	err = errno;
+	if (detour && variant->enforcing) {
+		EXPECT_EQ(ret, -1);
+		EXPECT_EQ(err, EACCES);
+	} else {
+		EXPECT_EQ(ret, 0) TH_LOG("fstat: %s", strerror(err));
+	}
+	logged = find_avc(self->mark, "{ getattr }", !variant->enforcing,
+			  self->avc, sizeof(self->avc), detour ? 3000 : 1000);
+	EXPECT_EQ(logged, detour) TH_LOG("AVC: %s", self->avc);
+	if (logged)
+		TH_LOG("%s", self->avc);
+	close(fd);
+}
+
+/* Pass @fd to ourselves in an SCM_RIGHTS message; the received fd or -1. */
+static int pass_fd(int fd)
+{
+	char data = 'p', cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
+	struct iovec iov = { .iov_base = &data, .iov_len = 1 };
+	struct msghdr msg = {
+		.msg_iov = &iov, .msg_iovlen = 1,
+		.msg_control = cbuf, .msg_controllen = sizeof(cbuf),
+	};
+	struct cmsghdr *cmsg = CMSG_FIRSTHDR(&msg);
+	int sv[2], got = -1;
+
+	if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sv))
+		return -1;
+	cmsg->cmsg_level = SOL_SOCKET;
+	cmsg->cmsg_type = SCM_RIGHTS;
+	cmsg->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cmsg), &fd, sizeof(int));
+	if (sendmsg(sv[0], &msg, 0) == 1) {
+		memset(cbuf, 0, sizeof(cbuf));
+		msg.msg_controllen = sizeof(cbuf);
+		if (recvmsg(sv[1], &msg, MSG_CMSG_CLOEXEC) == 1) {
+			cmsg = CMSG_FIRSTHDR(&msg);
+			if (cmsg && cmsg->cmsg_type == SCM_RIGHTS)
+				memcpy(&got, CMSG_DATA(cmsg), sizeof(int));
+		}
+	}
+	close(sv[0]);
+	close(sv[1]);
+	return got;
+}
+
+TEST_F(selinux, pass_over_unix_socket)
+{
+	int detour = self->expect == PIDFD_DETOUR;
+	int fd, got, logged;
+
+	if (!self->ready)
+		return;
+	if (self->expect == PIDFD_DENIED)
+		SKIP(return, "the open itself is what this kernel denies");
+	fd = sys_pidfd_open(self->child, 0);
+	ASSERT_GE(fd, 0);
+	log_mark(self->mark, sizeof(self->mark), "scm_rights");
+	got = pass_fd(fd);
+	if (detour && variant->enforcing) {
+		/* The receiver's check fails: the message arrives without the fd. */
+		EXPECT_EQ(got, -1);
+	} else {
+		EXPECT_GE(got, 0);
+		EXPECT_EQ(sys_pidfd_send_signal(got, 0, NULL, 0), 0);
+	}
+	logged = find_avc(self->mark, "{ read write }", !variant->enforcing,
+			  self->avc, sizeof(self->avc), detour ? 3000 : 1000);
+	EXPECT_EQ(logged, detour) TH_LOG("AVC: %s", self->avc);
+	if (logged)
+		TH_LOG("%s", self->avc);
+	if (got >= 0)
+		close(got);
 	close(fd);
 }
 

@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Lab 04 tests: the final pidfs. What it added (one inode per process,
+ * numbers never reused) is there; where it differed from the anonymous
+ * inode without meaning to (the name, the file type, being seen by
+ * SELinux) it no longer does. Runs with the lab policy enforcing.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <sys/xattr.h>
+#include <linux/magic.h>
+
+#include "kselftest_harness.h"
+#include "lab.h"
+#include "expect.h"
+
+/* FIXTURE(child): a sleeping child and a pidfd for it. */
+#include "lab_fixture.h"
+
+TEST_F(child, pidfs_identity_stays)
+{
+	int again = sys_pidfd_open(self->pid, 0), mine = sys_pidfd_open(getpid(), 0);
+	struct stat a, b, c;
+	struct statfs sfs;
+
+	ASSERT_GE(again, 0);
+	ASSERT_GE(mine, 0);
+	ASSERT_EQ(fstatfs(self->pidfd, &sfs), 0);
+	EXPECT_EQ(sfs.f_type, PID_FS_MAGIC);
+	EXPECT_EQ(sfs.f_type, 0x50494446);
+	ASSERT_EQ(fstat(self->pidfd, &a), 0);
+	ASSERT_EQ(fstat(again, &b), 0);
+	ASSERT_EQ(fstat(mine, &c), 0);
+	/* One inode per process, numbered above RESERVED_PIDS (300). */
+	EXPECT_EQ(a.st_ino, b.st_ino);
+	EXPECT_EQ(a.st_dev, b.st_dev);
+	EXPECT_NE(a.st_ino, c.st_ino);
+	EXPECT_GT(a.st_ino, 300);
+	close(again);
+	close(mine);
+}
+
+TEST_F(child, looks_like_anon_inode_to_lsof)
+{
+	char path[64], link[64] = "";
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", self->pidfd);
+	ASSERT_GT(readlink(path, link, sizeof(link) - 1), 0);
+	EXPECT_STREQ(link, "anon_inode:[pidfd]");
+	ASSERT_EQ(fstat(self->pidfd, &st), 0);
+	/* lsof: no file type plus "anon_inode" means an anonymous-inode file. */
+	EXPECT_EQ(st.st_mode & S_IFMT, 0);
+	EXPECT_EQ(st.st_mode & 07777, 0444);
+	/* stat() through the magic link reaches the same inode. */
+	ASSERT_EQ(stat(path, &st), 0);
+	EXPECT_EQ(st.st_mode & S_IFMT, 0);
+}
+
+TEST_F(child, nothing_can_be_changed)
+{
+	char path[64];
+
+	EXPECT_EQ(fchmod(self->pidfd, 0600), -1);
+	EXPECT_EQ(errno, EPERM);
+	EXPECT_EQ(fchown(self->pidfd, 1, 1), -1);
+	EXPECT_EQ(errno, EPERM);
+	/* The size was the one attribute S_IMMUTABLE let through. */
+	EXPECT_EQ(ftruncate(self->pidfd, 4096), -1);
+	EXPECT_EQ(errno, EOPNOTSUPP);
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", self->pidfd);
+	EXPECT_EQ(chmod(path, 0600), -1);
+	EXPECT_EQ(errno, EPERM);
+}
+
+TEST_F(child, selinux_does_not_see_pidfds)
+{
+	char label[256];
+
+	if (selinux_enforcing() < 0)
+		SKIP(return, "no SELinux in this kernel");
+	/* The VM boots the lab policy enforcing: pidfds work all the same. */
+	EXPECT_EQ(selinux_enforcing(), 1);
+	/* A private inode gets no label at all. */
+	EXPECT_EQ(fgetxattr(self->pidfd, "security.selinux", label, sizeof(label)), -1);
+	EXPECT_EQ(errno, EOPNOTSUPP);
+}
+
+TEST_HARNESS_MAIN
