@@ -37,6 +37,7 @@ RULES = [
     (re.compile(r'\bCPU thread \d+'), 'CPU thread N'),
     (re.compile(r'\[Switching to thread \d+ \(Thread \d+\.\d+\)\]'),
      '[Switching to thread N (Thread 1.N)]'),
+    (re.compile(r'\[Switching to Thread \d+\.\d+\]'), '[Switching to Thread 1.N]'),
     (re.compile(r'\bfd=fd@entry=\d+'), 'fd=fd@entry=N'),
     # ... and where the other vCPU was when it stopped.
     (re.compile(r'^#0 .*'), '#0  <where the other vCPU stopped>'),

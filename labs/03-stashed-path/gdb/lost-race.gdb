@@ -24,11 +24,9 @@ printf "CPU thread %d (A): made dentry %p (inode %lu), stash: %p\n", $a, $da, $d
 
 # Only the other CPU runs from here until we say so.
 set scheduler-locking on
-if $a == 1
-	thread 2
-else
-	thread 1
-end
+# (Python's switch() selects the other vCPU without printing where it
+# stopped, which differs from run to run.)
+python [t for t in gdb.selected_inferior().threads() if t.num != int(gdb.convenience_variable("a"))][0].switch()
 set $b = $_thread
 continue
 set $db = dentry
@@ -47,7 +45,7 @@ printf "B installs its pidfd: stash now %p (B's dentry: %p)\n", *$stash, $db
 
 # Back to A, which still believes the stash is empty.
 delete
-thread $a
+python [t for t in gdb.selected_inferior().threads() if t.num == int(gdb.convenience_variable("a"))][0].switch()
 hbreak dput if dentry == $da
 continue
 printf "A drops its own dentry %p; the stash holds %p\n", $da, *$stash
