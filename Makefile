@@ -17,7 +17,7 @@ need-lab = @[ "$(lab)" != BAD ] || { KIT_ME=make; source vm/lib.sh; resolve_lab 
 need-deps = @vm/deps.sh check || vm/deps.sh install
 
 .PHONY: help deps lab test kernel check solution exercises gdb docs bench \
-	checkpatch shellcheck clean transcripts
+	checkpatch shellcheck clean transcripts reference
 
 help:
 	@echo "pidfs workshop kit: labs $(LABS)"
@@ -32,6 +32,8 @@ help:
 	@echo "  make test [LAB=NN]      every lab (or one): solution, skeleton and gdb checks in the VM"
 	@echo "  make docs               the Sphinx book -> docs/_build/html/index.html"
 	@echo "  make bench              build, boot and test timings"
+	@echo "  make reference          the last lab side by side with Debian's linux-source-6.12:"
+	@echo "                          tests + parity table, checked against the book (UPDATE=1 rewrites it)"
 	@echo "  make transcripts LAB=NN take the VM output of the last make test into the book"
 	@echo "  make checkpatch         scripts/checkpatch.pl --strict on every patch"
 	@echo "  make shellcheck         shellcheck on the kit's scripts"
@@ -88,6 +90,10 @@ docs:
 bench:
 	$(need-deps)
 	@vm/bench.sh
+
+reference:
+	$(need-deps)
+	@UPDATE='$(UPDATE)' vm/reference.sh
 
 clean:
 	rm -rf build/labs/*/out build/labs/*/trees/*/out build/labs/*/results build/labs/*/*.cpio* build/labs/*/*.log build/accel* docs/_build
