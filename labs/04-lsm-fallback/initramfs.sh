@@ -16,13 +16,14 @@ src=${1:?usage: initramfs.sh KERNEL_SRC KERNEL_OUT STAGE_DIR}
 kout=${2:?missing KERNEL_OUT}
 stage=${3:?missing STAGE_DIR}
 sel=$(cd "$(dirname "$0")" && pwd)/selinux
+guest=$(cd "$(dirname "$0")/../../vm/guest" && pwd)
 
 # The policy is built next to the kernel it was made for, not in the stage.
 "$sel/build-policy.sh" "$src" "$kout" "$kout/lab-selinux" >/dev/null
 mkdir -p "$stage/selinux" "$stage/bin"
 cp "$kout/lab-selinux/policy" "$kout/lab-selinux/policy.conf" "$stage/selinux/"
 for p in load_policy pidfd_probe; do
-	gcc -static -O2 -Wall -isystem "$kout/usr/include" \
+	gcc -static -O2 -Wall -isystem "$kout/usr/include" -I"$guest" \
 		-o "$stage/bin/$p" "$sel/$p.c"
 done
 # What SELinux makes of pidfds is part of what the lab shows: run the

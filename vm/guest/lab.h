@@ -13,6 +13,8 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -57,6 +59,45 @@ static inline int kill_and_reap(pid_t pid)
 	if (kill(pid, SIGKILL) < 0)
 		return -1;
 	return waitpid(pid, NULL, 0) == pid ? 0 : -1;
+}
+
+/*
+ * Send @fd to ourselves in an SCM_RIGHTS message over a socketpair and
+ * return the received copy, or -1. A security module refusing the receive
+ * (security_file_receive()) drops the fd from the message without an
+ * error of its own: that is reported as EACCES.
+ */
+static inline int pass_fd_to_self(int fd)
+{
+	char c = 'p', cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
+	struct iovec iov = { .iov_base = &c, .iov_len = 1 };
+	struct msghdr msg = {
+		.msg_iov = &iov, .msg_iovlen = 1,
+		.msg_control = cbuf, .msg_controllen = sizeof(cbuf),
+	};
+	struct cmsghdr *cmsg = CMSG_FIRSTHDR(&msg);
+	int sv[2], got = -1;
+
+	if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sv))
+		return -1;
+	cmsg->cmsg_level = SOL_SOCKET;
+	cmsg->cmsg_type = SCM_RIGHTS;
+	cmsg->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cmsg), &fd, sizeof(int));
+	if (sendmsg(sv[0], &msg, 0) == 1) {
+		memset(cbuf, 0, sizeof(cbuf));
+		msg.msg_controllen = sizeof(cbuf);
+		if (recvmsg(sv[1], &msg, MSG_CMSG_CLOEXEC) == 1) {
+			cmsg = CMSG_FIRSTHDR(&msg);
+			if (cmsg && cmsg->cmsg_type == SCM_RIGHTS)
+				memcpy(&got, CMSG_DATA(cmsg), sizeof(int));
+			else
+				errno = EACCES;
+		}
+	}
+	close(sv[0]);
+	close(sv[1]);
+	return got;
 }
 
 #endif /* KIT_LAB_H */

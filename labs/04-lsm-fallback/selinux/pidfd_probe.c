@@ -22,6 +22,8 @@
 #include <unistd.h>
 #include <linux/sched.h>
 
+#include "lab.h"
+
 #define ENFORCE "/sys/fs/selinux/enforce"
 
 static void report(const char *what, long ret)
@@ -44,38 +46,6 @@ static int set_enforce(char mode)
 	}
 	close(fd);
 	return old;
-}
-
-/* Send @fd over a socketpair and receive it back: security_file_receive(). */
-static long pass_fd(int fd)
-{
-	char c = 0, cbuf[CMSG_SPACE(sizeof(int))];
-	struct iovec iov = { &c, 1 };
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
-			      .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
-	struct cmsghdr *cmsg = CMSG_FIRSTHDR(&msg);
-	int sv[2], got = -1;
-
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
-		return -1;
-	cmsg->cmsg_level = SOL_SOCKET;
-	cmsg->cmsg_type = SCM_RIGHTS;
-	cmsg->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cmsg), &fd, sizeof(int));
-	if (sendmsg(sv[0], &msg, 0) == 1) {
-		memset(cbuf, 0, sizeof(cbuf));
-		msg.msg_controllen = sizeof(cbuf);
-		if (recvmsg(sv[1], &msg, 0) == 1) {
-			cmsg = CMSG_FIRSTHDR(&msg);
-			if (cmsg && cmsg->cmsg_type == SCM_RIGHTS)
-				memcpy(&got, CMSG_DATA(cmsg), sizeof(int));
-			else	/* dropped: MSG_CTRUNC, no error of its own */
-				errno = EACCES;
-		}
-	}
-	close(sv[0]);
-	close(sv[1]);
-	return got;
 }
 
 static void uses(int fd)
@@ -111,7 +81,7 @@ static void uses(int fd)
 	report("fcntl(F_DUPFD_CLOEXEC)", r = fcntl(fd, F_DUPFD_CLOEXEC, 0));
 	if (r >= 0)
 		close(r);
-	report("SCM_RIGHTS send + receive", r = pass_fd(fd));
+	report("SCM_RIGHTS send + receive", r = pass_fd_to_self(fd));
 	if (r < 0)
 		printf("  %-34s %s\n", "", "(the kernel dropped the fd)");
 	if (r >= 0)

@@ -214,6 +214,10 @@ TEST_F(client, peer_gone)
 	ASSERT_EQ(waitpid(self->pid, NULL, 0), self->pid);
 	EXPECT_EQ(getsockopt(self->sock, SOL_SOCKET, SO_PEERPIDFD, &fd, &len), -1);
 	EXPECT_EQ(errno, EINVAL);
+	/* No errno left over from the line above for the exercise to find. */
+	errno = 0;
+	EXPECT_EQ(peer_pidfd(self->sock), -EINVAL);
+	errno = 0;
 	EXPECT_EQ(authenticate_peer(self->sock, 1, &peer), 0);
 	EXPECT_EQ(peer.pidfd, -1);
 	EXPECT_EQ(peer.pidfd_err, EINVAL);
@@ -228,6 +232,8 @@ TEST(no_peer_no_pidfd)
 	ASSERT_GE(s, 0);
 	EXPECT_EQ(getsockopt(s, SOL_SOCKET, SO_PEERPIDFD, &fd, &len), -1);
 	EXPECT_EQ(errno, ENODATA);
+	errno = 0;
+	EXPECT_EQ(peer_pidfd(s), -ENODATA);
 	close(s);
 }
 
