@@ -21,6 +21,14 @@
 #include "kselftest_harness.h"
 #include "lab.h"
 
+/*
+ * The harness gives a test 30 s. On the debug kernel under TCG, KASAN and
+ * lockdep slow every fork and exit, and a kmemleak scan walks all memory:
+ * the stress test is allowed ten minutes.
+ */
+#undef TEST_TIMEOUT_DEFAULT
+#define TEST_TIMEOUT_DEFAULT 600
+
 #define THREADS 4
 #define ROUNDS 300
 
