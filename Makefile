@@ -31,7 +31,9 @@ help:
 	@echo "  make kernel LAB=NN      build the kernel only; prints the bzImage and vmlinux paths"
 	@echo "  make test [LAB=NN]      every lab (or one): solution, skeleton and gdb checks in the VM"
 	@echo "  make docs               the Sphinx book -> docs/_build/html/index.html"
-	@echo "  make bench              build, boot and test timings"
+	@echo "  make bench              build, boot and test timings, then pidfd microbenchmarks on"
+	@echo "                          lab 01, the last lab and 6.12 (ONLY=harness|micro, ROUNDS=N,"
+	@echo "                          UPDATE=1 copies the output to docs/transcripts/reference/)"
 	@echo "  make reference          the last lab side by side with Debian's linux-source-6.12:"
 	@echo "                          tests + parity table, checked against the book (UPDATE=1 rewrites it)"
 	@echo "  make transcripts LAB=NN take the VM output of the last make test into the book"
@@ -89,7 +91,7 @@ docs:
 
 bench:
 	$(need-deps)
-	@vm/bench.sh
+	@UPDATE='$(UPDATE)' ONLY='$(ONLY)' ROUNDS='$(ROUNDS)' vm/bench.sh
 
 reference:
 	$(need-deps)
