@@ -22,8 +22,11 @@ flavour=${FLAVOUR:-default}
 if [ -z "${FLAVOUR:-}" ] && [ "${DEBUG:-0}" = 1 ]; then
 	flavour=debug
 fi
-# KASAN keeps a shadow of all memory: give the debug kernel room.
-[ "$flavour" = debug ] && export MEM=${MEM:-1G}
+# KASAN keeps a shadow of all memory: give the debug kernel room, and time
+# to boot (it checks every access from the first one on).
+if [ "$flavour" = debug ]; then
+	export MEM=${MEM:-1G} BOOT_TIMEOUT=${BOOT_TIMEOUT:-300}
+fi
 
 if [ -d "$exdir/kernel" ] && [ "$exdir" != "$(lab_dir "$lab")/solution" ]; then
 	export KIT_TREE=$tag KIT_KERNEL_SRC=$exdir

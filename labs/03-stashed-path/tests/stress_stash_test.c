@@ -41,12 +41,23 @@ struct counts {
 	long pids, dentry_objs, inode_objs;	/* slab objects, -1 if unknown */
 };
 
-/* Objects in use in slab cache @name, or -1 where SLUB does not say. */
+/*
+ * Objects in use in slab cache @name, or -1 where SLUB does not say.
+ * Shrinking the cache first also empties KASAN's quarantine of it, where
+ * freed objects otherwise wait, still counted, before they are reused.
+ */
 static long slab_objects(const char *name)
 {
 	char path[96];
 	long n = -1;
 	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/kernel/slab/%s/shrink", name);
+	f = fopen(path, "we");
+	if (f) {
+		fputs("1", f);
+		fclose(f);
+	}
 
 	snprintf(path, sizeof(path), "/sys/kernel/slab/%s/objects", name);
 	f = fopen(path, "re");
@@ -151,7 +162,7 @@ static int kmsg_has_report(char *first, size_t len)
 	static const char *const bad[] = {
 		"BUG:", "WARNING:", "KASAN", "possible circular locking",
 		"possible recursive locking", "suspicious RCU usage",
-		"ODEBUG", "Oops", "general protection fault", "kmemleak:",
+		"ODEBUG", "Oops", "general protection fault",
 	};
 	char *buf = kmsg();
 	int found = 0;
@@ -183,6 +194,18 @@ static int has(const char *path)
 	return access(path, F_OK) == 0;
 }
 
+static int kmemleak_cmd(const char *cmd)
+{
+	int fd = open("/sys/kernel/debug/kmemleak", O_WRONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	n = write(fd, cmd, strlen(cmd));
+	close(fd);
+	return n == (ssize_t)strlen(cmd) ? 0 : -1;
+}
+
 TEST(stress_open_while_exiting)
 {
 	pthread_t th[THREADS];
@@ -197,6 +220,16 @@ TEST(stress_open_while_exiting)
 	       has("/proc/lockdep") ? "on" : "off",
 	       has("/sys/kernel/debug/debug_objects") ? "on" : "off",
 	       has("/sys/kernel/debug/kmemleak") ? "on" : "off");
+	/*
+	 * kmemleak: what is unreferenced now (ACPI's early-boot caches are)
+	 * is not this test's business. Scan, forget it, and stop the
+	 * background scans; kernel_stayed_quiet asks about what is new.
+	 */
+	if (has("/sys/kernel/debug/kmemleak")) {
+		ASSERT_EQ(kmemleak_cmd("scan=off"), 0);
+		ASSERT_EQ(kmemleak_cmd("scan"), 0);
+		ASSERT_EQ(kmemleak_cmd("clear"), 0);
+	}
 	ASSERT_EQ(read_counts(&before), 0);
 
 	atomic_store(&target, getpid());
@@ -237,26 +270,55 @@ TEST(stress_open_while_exiting)
 	EXPECT_TRUE(settled);
 }
 
+/*
+ * The objects in a kmemleak report that were not allocated by the boot
+ * CPU's idle task (comm "swapper/0", pid 0): those come from early boot,
+ * ACPI's caches for one, long before any test ran, and kmemleak cannot
+ * always be told to forget them.
+ */
+static int leaks_after_boot(char *report)
+{
+	char *obj = strstr(report, "unreferenced object"), *next;
+	int n = 0;
+
+	while (obj) {
+		next = strstr(obj + 1, "unreferenced object");
+		if (next)
+			next[-1] = '\0';
+		if (!strstr(obj, "comm \"swapper/0\", pid 0,"))
+			n++;
+		if (next)
+			next[-1] = '\n';
+		obj = next;
+	}
+	return n;
+}
+
 TEST(kernel_stayed_quiet)
 {
+	static char report[1 << 16];
 	char line[160] = "";
+	size_t len;
+	ssize_t n;
 	int fd;
 
 	/* kmemleak reports only objects older than 5 s, after a scan. */
 	if (has("/sys/kernel/debug/kmemleak")) {
 		sleep(6);
-		for (int i = 0; i < 2; i++) {
-			fd = open("/sys/kernel/debug/kmemleak", O_WRONLY);
-			ASSERT_GE(fd, 0);
-			ASSERT_EQ(write(fd, "scan", 4), 4);
-			close(fd);
-		}
+		for (int i = 0; i < 2; i++)
+			ASSERT_EQ(kmemleak_cmd("scan"), 0);
 		fd = open("/sys/kernel/debug/kmemleak", O_RDONLY);
 		ASSERT_GE(fd, 0);
-		EXPECT_EQ(read(fd, line, sizeof(line) - 1), 0) {
-			TH_LOG("kmemleak: %s", line);
+		/* All of it: a report cut in the middle would look like a leak. */
+		for (len = 0; len < sizeof(report) - 1; len += n) {
+			n = read(fd, report + len, sizeof(report) - 1 - len);
+			if (n <= 0)
+				break;
 		}
 		close(fd);
+		report[len] = '\0';
+		/* What leaked and who allocated it, unless it was early boot. */
+		EXPECT_EQ(leaks_after_boot(report), 0) TH_LOG("kmemleak:\n%s", report);
 	}
 	EXPECT_EQ(kmsg_has_report(line, sizeof(line)), 0) {
 		TH_LOG("dmesg: %s", line);
