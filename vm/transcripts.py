@@ -37,16 +37,22 @@ RULES = [
     (re.compile(r'\bCPU thread \d+'), 'CPU thread N'),
     (re.compile(r'\[Switching to thread \d+ \(Thread \d+\.\d+\)\]'),
      '[Switching to thread N (Thread 1.N)]'),
-    (re.compile(r'\[Switching to Thread \d+\.\d+\]'), '[Switching to Thread 1.N]'),
     (re.compile(r'\bfd=fd@entry=\d+'), 'fd=fd@entry=N'),
     # ... and where the other vCPU was when it stopped.
     (re.compile(r'^#0 .*'), '#0  <where the other vCPU stopped>'),
 ]
 
 
+# Lines that come and go between runs: gdb says it switched threads only
+# when the breakpoint hits on another vCPU than the last stop.
+DROP = re.compile(r'^\[Switching to Thread \d+\.\d+\]$')
+
+
 def normalize(text):
     out = []
     for line in text.splitlines():
+        if DROP.match(line):
+            continue
         for rx, rep in RULES:
             line = rx.sub(rep, line)
         out.append(line.rstrip())
