@@ -15,5 +15,9 @@ port=${GDB_PORT:-1234}
 if ! port_listening "$port"; then
 	die "nothing listens on 127.0.0.1:$port: start the VM first with 'make lab LAB=${lab%%-*} GDB=1' (WAIT=1 to stop at the first instruction)"
 fi
-exec gdb -q -nx -iex "add-auto-load-safe-path $out" \
+# Sources are named relative to the build dir (../../src/fs/file.c), and
+# the build dir recorded in an object is the one ccache first compiled it
+# in: maybe another lab's tree, or one deleted since. "directory $out" makes
+# gdb look next to this lab's own build dir first.
+exec gdb -q -nx -iex "add-auto-load-safe-path $out" -ex "directory $out" \
 	-ex "file $out/vmlinux" -ex "target remote 127.0.0.1:$port" "$@"
