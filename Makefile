@@ -15,6 +15,8 @@ export ACCEL GDB WAIT GDB_PORT MEM SMP DEBUG
 lab = $(shell (source vm/lib.sh && resolve_lab '$(LAB)') 2>/dev/null || echo BAD)
 need-lab = @[ "$(lab)" != BAD ] || { KIT_ME=make; source vm/lib.sh; resolve_lab '$(LAB)'; }
 need-deps = @vm/deps.sh check || vm/deps.sh install
+# make reference and make bench also need linux-source-6.12.
+need-ref-deps = @vm/deps.sh check reference || vm/deps.sh install reference
 
 .PHONY: help deps lab test kernel check solution exercises gdb docs bench \
 	checkpatch shellcheck clean transcripts reference
@@ -40,6 +42,7 @@ help:
 	@echo "  make checkpatch         scripts/checkpatch.pl --strict on every patch"
 	@echo "  make shellcheck         shellcheck on the kit's scripts"
 	@echo "  make deps               apt-get install the Debian packages the kit needs"
+	@echo "                          (make reference and make bench add linux-source-6.12)"
 	@echo "  make clean              remove build products (never your exercises or kernel edits)"
 
 deps:
@@ -82,7 +85,8 @@ checkpatch:
 	@vm/checkpatch.sh
 
 shellcheck:
-	@shellcheck -x vm/*.sh vm/guest/init vm/guest/run-tests .ci/run
+	@shellcheck -x vm/*.sh vm/guest/init vm/guest/run-tests vm/guest/ref-run .ci/run \
+		labs/*/initramfs.sh labs/*/selinux/*.sh
 
 docs:
 	$(need-deps)
@@ -90,15 +94,16 @@ docs:
 	@echo "  DOCS     docs/_build/html/index.html"
 
 bench:
-	$(need-deps)
+	$(need-ref-deps)
 	@UPDATE='$(UPDATE)' ONLY='$(ONLY)' ROUNDS='$(ROUNDS)' vm/bench.sh
 
 reference:
-	$(need-deps)
+	$(need-ref-deps)
 	@UPDATE='$(UPDATE)' vm/reference.sh
 
 clean:
-	rm -rf build/labs/*/out build/labs/*/trees/*/out build/labs/*/results build/labs/*/*.cpio* build/labs/*/*.log build/accel* docs/_build
+	rm -rf build/labs/*/out build/labs/*/trees/*/out build/labs/*/results build/labs/*/*.cpio* build/labs/*/*.log build/accel* \
+		build/ref/out build/ref/*.cpio build/bench* docs/_build
 
 # After reviewing a changed transcript (make test says which), take it into the book.
 transcripts:

@@ -125,7 +125,7 @@ micro() {
 		done
 	done
 	echo
-	echo "pidfd microbenchmarks: $rounds boots per kernel, 7 runs per boot, medians (SMP ${SMP:-2}, $accel)"
+	echo "pidfd microbenchmarks: $rounds boots per kernel, medians of every run (SMP ${SMP:-2}, $accel)"
 	args=("lab ${first%%-*} anon inode=${logs_of[anon]}")
 	[ "$last" != "$first" ] && args+=("lab ${last%%-*} 6.1 port=${logs_of[port]}")
 	args+=("6.12 upstream=${logs_of[upstream]}")

@@ -4,8 +4,7 @@
 #   boot-lab.sh LAB shell|test|run EXERCISE_DIR TAG [LOG]
 #
 # The kernel tree, the kernel (flavour $FLAVOUR, default "default", or
-# "debug" with DEBUG=1) and an
-# initramfs named TAG made from the exercise sources in EXERCISE_DIR; then
+# "debug" with DEBUG=1) and an initramfs named TAG made from the exercise sources in EXERCISE_DIR; then
 # vm/run-vm.sh in the given mode. When EXERCISE_DIR is not the lab's
 # solution/ and holds kernel/ files, the kernel is built from a tree of its
 # own (trees/TAG) with those files laid over the patched sources.
@@ -22,10 +21,17 @@ flavour=${FLAVOUR:-default}
 if [ -z "${FLAVOUR:-}" ] && [ "${DEBUG:-0}" = 1 ]; then
 	flavour=debug
 fi
-# KASAN keeps a shadow of all memory: give the debug kernel room, and time
-# to boot (it checks every access from the first one on).
-if [ "$flavour" = debug ]; then
-	export MEM=${MEM:-1G} BOOT_TIMEOUT=${BOOT_TIMEOUT:-300}
+# The flavour's config file says what else its VM needs: "# boot:" VM
+# settings (a value already in the environment wins) and "# append:"
+# kernel arguments.
+fconf=$(flavour_config "$lab" "$flavour")
+if [ -n "$fconf" ]; then
+	for setting in $(kit_header "$fconf" boot); do
+		name=${setting%%=*}
+		[ -n "${!name:-}" ] || export "${setting?}"
+	done
+	APPEND="${APPEND:-} $(kit_header "$fconf" append)"
+	export APPEND
 fi
 
 if [ -d "$exdir/kernel" ] && [ "$exdir" != "$(lab_dir "$lab")/solution" ]; then
@@ -34,6 +40,12 @@ fi
 "$KIT/vm/prepare-tree.sh" "$lab"
 "$KIT/vm/build-kernel.sh" "$lab" "$flavour"
 initrd=$(lab_build "$lab")/initramfs-$tag.cpio
-FLAVOUR=$flavour "$KIT/vm/build-initramfs.sh" "$lab" "$exdir" "$initrd"
+# REUSE_INITRD=1: a run right after another with the same TAG and sources
+# (test-lab.sh's gdb scripts after the solution run) boots its initramfs.
+if [ "${REUSE_INITRD:-0}" = 1 ] && [ -f "$initrd" ]; then
+	note INITRD "${initrd#"$KIT"/} (built by the run before)"
+else
+	FLAVOUR=$flavour "$KIT/vm/build-initramfs.sh" "$lab" "$exdir" "$initrd"
+fi
 export LAB_NAME="$lab ($flavour kernel)"
 exec "$KIT/vm/run-vm.sh" "$mode" "$(lab_out "$lab" "$flavour")/arch/x86/boot/bzImage" "$initrd" "$log"

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # The kit's Debian packages.
-#   deps.sh check     list what is missing (exit 1 if anything is)
-#   deps.sh install   apt-get install what is missing (as root, or via sudo)
+#   deps.sh check [reference]     list what is missing (exit 1 if anything is)
+#   deps.sh install [reference]   apt-get install what is missing (as root, or via sudo)
+# "reference" adds what only `make reference` and `make bench` need: the
+# 6.12 source, a large download attendees can do without.
 set -euo pipefail
 
 packages=(
 	# the kernel and its build
-	linux-source-6.1 linux-source-6.12 gcc make bc flex bison libelf-dev libssl-dev
+	linux-source-6.1 gcc make bc flex bison libelf-dev libssl-dev
 	xz-utils cpio git perl python3 ccache
 	# the VM and what runs in it
 	qemu-system-x86 busybox-static
@@ -15,6 +17,15 @@ packages=(
 	# instructors, CI, docs
 	gdb shellcheck python3-sphinx python3-sphinx-rtd-theme graphviz
 )
+
+case ${2:-} in
+'') ;;
+reference) packages+=(linux-source-6.12) ;;
+*)
+	echo "deps.sh: unknown package group '$2' (known: reference)" >&2
+	exit 2
+	;;
+esac
 
 missing=()
 for p in "${packages[@]}"; do
@@ -41,7 +52,7 @@ install)
 	DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
 	;;
 *)
-	echo "usage: deps.sh check|install" >&2
+	echo "usage: deps.sh check|install [reference]" >&2
 	exit 2
 	;;
 esac

@@ -12,7 +12,7 @@ set -uo pipefail
 lab=$(resolve_lab "${1:?usage: gdb-check.sh LAB SCRIPT OUT.tap}")
 script=${2:?missing SCRIPT}
 tap=${3:?missing OUT.tap}
-guest=$(sed -n 's/^# guest: //p' "$script" | head -n1)
+guest=$(kit_header "$script" guest)
 [ -n "$guest" ] || die "$script has no '# guest: CMD' line"
 log=${tap%.tap}.console.log
 gdblog=${tap%.tap}.gdb.log

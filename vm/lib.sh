@@ -48,7 +48,20 @@ labs_upto() {
 
 # True when something listens on TCP port $1 of this machine (a gdb stub).
 port_listening() {
-	grep -q ":$(printf '%04X' "$1") 00000000:0000 0A" /proc/net/tcp
+	grep -qs ":$(printf '%04X' "$1") 0\{8,32\}:0000 0A" /proc/net/tcp /proc/net/tcp6
+}
+
+# Take the lock file $1 for the rest of the calling script, waiting (and
+# saying "$2") while another run holds it: two runs building the same
+# thing at once, a `make test` and a `make lab` say, would write the
+# same files.
+hold_lock() {
+	mkdir -p "$(dirname "$1")"
+	exec 9>"$1"
+	if ! flock -n 9; then
+		note WAIT "$2"
+		flock 9
+	fi
 }
 
 lab_dir() { echo "$KIT/labs/$1"; }
@@ -61,3 +74,42 @@ lab_root() { echo "$BUILD/labs/$1${KIT_TREE:+/trees/$KIT_TREE}"; }
 lab_src() { echo "$(lab_root "$1")/src"; }
 # Output directory of one kernel flavour ("default" unless a lab needs more).
 lab_out() { echo "$(lab_root "$1")/out/${2:-default}"; }
+
+# The config fragments of lab $2's kernel built from tree $1, one per line,
+# in merge order: the tree's tiny-base, vm/config/base.config, and the
+# kernel.config of every lab up to $2.
+lab_fragments() {
+	local l
+	echo "$1/kernel/configs/tiny-base.config"
+	echo "$KIT/vm/config/base.config"
+	for l in $(labs_upto "$2"); do
+		if [ -f "$(lab_dir "$l")/kernel.config" ]; then
+			echo "$(lab_dir "$l")/kernel.config"
+		fi
+	done
+}
+
+# The config file of kernel flavour $2 of lab $1, merged last: nothing for
+# "default", vm/config/debug.config for "debug" (DEBUG=1, the same for every
+# lab), the lab's flavours/$2.config otherwise. Its header lines say how
+# the flavour is booted and tested (see kit_header).
+flavour_config() {
+	local f
+	case $2 in
+	default) ;;
+	debug) echo "$KIT/vm/config/debug.config" ;;
+	*)
+		f=$(lab_dir "$1")/flavours/$2.config
+		[ -f "$f" ] || die "lab $1 has no kernel flavour '$2' (${f#"$KIT"/} is missing)"
+		echo "$f"
+		;;
+	esac
+}
+
+# The value of the first "# $2: value" line of file $1, empty when none.
+# Flavour configs and variant series carry theirs: "# append:" (kernel
+# arguments), "# boot:" (VM settings as NAME=value), "# tests:" (whose
+# tests a flavour runs).
+kit_header() {
+	sed -n "/^# $2: */{s///p;q}" "$1"
+}

@@ -59,6 +59,8 @@ series_files() {
 	done
 }
 
+# Every tree is a worktree of one repository: one run at a time.
+hold_lock "$BUILD/.prepare-tree.lock" "another run is preparing a kernel tree"
 [ -d "$PRISTINE/.git" ] || extract_pristine
 note SOURCE "linux-source-6.1 $(cat "$PRISTINE/.git/kit-source-version")"
 

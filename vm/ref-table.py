@@ -3,12 +3,12 @@
 port) and Debian's 6.12 (upstream pidfs), behaviour by behaviour.
 
   ref-table.py LAB LAB_PARITY_LOG REF_PARITY_LOG LAB_TEST_LOG REF_TEST_LOG
-               NOT_IN_612 POLICYCAPS_DROPPED OUTPUT
+               KCONFIG_IGNORED POLICYCAPS_DROPPED OUTPUT
 
 The parity logs are VM consoles holding "PARITY key=value" lines
 (vm/guest/pidfd_parity.c); the test logs are `run-tests` consoles (TAP
-framed by LAB-TEST-BEGIN/END, counted by vm/tap-summary.py); NOT_IN_612
-lists the config symbols 6.12 does not have (vm/ref-kernel.sh);
+framed by LAB-TEST-BEGIN/END, counted by vm/tap-summary.py); KCONFIG_IGNORED
+lists the config symbols 6.12 does not have (vm/make-kernel.sh);
 POLICYCAPS_DROPPED the SELinux policy capabilities left out of 6.12's
 policy because Debian's checkpolicy does not know them
 (vm/ref-checkpolicy.sh).
@@ -27,27 +27,17 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # A difference with other values than these is unexplained: when a lab
 # changes what its kernel does, this table has to be looked at again.
 KNOWN = {
-    # Lab 02 names pidfds after their inode and gives them S_IFREG | 0444;
-    # lab 04 goes back to what lsof knows, as upstream did in 6.9.
-    ('fd_link', 'pidfd:[N]', 'anon_inode:[pidfd]'):
-        'lab 04 brings back the anon_inode:[pidfd] name (lsof)',
-    ('st_mode_type', 'S_IFREG', 'none (0)'):
-        'pidfs_getattr() hides the type bits for lsof (lab 04)',
     ('st_mode_perm', '0444', '0700'):
         'upstream inodes are S_IRWXU; the port keeps 0444 (lab 02)',
     # 6.9, Oleg Nesterov: "pidfd_poll: report POLLHUP when pid_task() == NULL"
     ('poll_reaped', 'POLLIN', 'POLLIN|POLLHUP'):
         'POLLHUP for a reaped task: 6.9, not part of the port',
-    ('pidfd_open_PIDFD_THREAD', 'EINVAL', 'ok'):
-        'PIDFD_THREAD: 6.9, not part of the port',
-    ('pidfd_open_PIDFD_THREAD_leader', 'EINVAL', 'ok'):
-        'PIDFD_THREAD: 6.9, not part of the port',
+    **{(key, 'EINVAL', 'ok'): 'PIDFD_THREAD: 6.9, not part of the port'
+       for key in ('pidfd_open_PIDFD_THREAD', 'pidfd_open_PIDFD_THREAD_leader')},
     ('send_signal_PIDFD_SIGNAL_THREAD_GROUP', 'EINVAL', 'ok'):
         'pidfd_send_signal() scope flags: 6.9, not ported',
-    ('ioctl_PIDFD_GET_UTS_NAMESPACE', 'ENOTTY', 'ok'):
-        'namespace ioctls: 6.11, after the ported 6.9',
-    ('ioctl_PIDFD_GET_PID_NAMESPACE', 'ENOTTY', 'ok'):
-        'namespace ioctls: 6.11, after the ported 6.9',
+    **{(f'ioctl_PIDFD_GET_{ns}_NAMESPACE', 'ENOTTY', 'ok'):
+       'namespace ioctls: 6.11, after the ported 6.9' for ns in ('UTS', 'PID')},
     # 6.12's pidfd_ioctl() refuses any argument before it looks at the
     # command; PIDFD_GET_INFO (6.13) takes a pointer.
     ('ioctl_PIDFD_GET_INFO', 'ENOTTY', 'EINVAL'):

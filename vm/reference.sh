@@ -83,7 +83,7 @@ done
 echo "=== the table"
 rc=0
 python3 "$KIT/vm/ref-table.py" "$last" "$res/parity-lab.log" "$res/parity-6.12.log" \
-	"$res/lab-tests.log" "$res/ref-tests.log" "$REF/out/not-in-6.12" "$REF/policycaps-dropped" \
+	"$res/lab-tests.log" "$res/ref-tests.log" "$REF/out/kconfig-ignored" "$REF/policycaps-dropped" \
 	"$REF/parity.txt" || rc=$?
 [ "$rc" = 0 ] || die "some differences have no explanation (UNEXPLAINED above): say why in vm/ref-table.py"
 

@@ -21,16 +21,17 @@ lab=$(resolve_lab "${1:?usage: test-lab.sh LAB}")
 dir=$(lab_dir "$lab")
 res=$(lab_build "$lab")/results
 fresh=$(lab_build "$lab")/transcripts
-rm -rf "$res" "$fresh"
+# The gdb scripts boot the solution run's initramfs: never an older one.
+rm -rf "$res" "$fresh" "$(lab_build "$lab")/initramfs-solution.cpio"
 mkdir -p "$res" "$fresh"
 
-# DEBUG=1: the reference solution runs on the debug flavour of the kernel,
-# with the lab's own tests only: the pidfd selftests run on the normal
-# kernel, and under KASAN and TCG their poll test alone takes many minutes.
-main=default append=
-[ "${DEBUG:-0}" = 1 ] && main=debug append=lab.selftests=0
+# DEBUG=1: the reference solution runs on the debug flavour of the kernel
+# (vm/config/debug.config says how it boots), everything else on the
+# normal one.
+main=default
+[ "${DEBUG:-0}" = 1 ] && main=debug
 echo "=== $lab: reference solution (kernel flavour $main)"
-APPEND="${APPEND:-} $append" FLAVOUR=$main QUIET=${QUIET:-1} \
+FLAVOUR=$main QUIET=${QUIET:-1} \
 	"$KIT/vm/boot-lab.sh" "$lab" test "$dir/solution" solution "$res/solution.log"
 echo "    guest verdict: $?"
 python3 "$KIT/vm/transcripts.py" extract "$res/solution.log" "$fresh"
@@ -48,7 +49,7 @@ python3 "$KIT/vm/tap-summary.py" --skeleton "$res/skeleton.log" "$res/skeleton.t
 for f in "$dir"/flavours/*.config; do
 	[ -f "$f" ] || continue
 	flavour=$(basename "$f" .config)
-	tests=$(sed -n 's/^# tests: *//p' "$f" | head -n1)
+	tests=$(kit_header "$f" tests)
 	tests=$(resolve_lab "${tests:-$lab}")
 	echo "=== $lab: kernel flavour $flavour with the tests of $tests"
 	FLAVOUR=$flavour TESTS_LAB=$tests QUIET=1 "$KIT/vm/boot-lab.sh" "$lab" test \
@@ -58,7 +59,7 @@ done
 for v in "$dir"/variants/*.series; do
 	[ -f "$v" ] || continue
 	name=$(basename "$v" .series)
-	append=$(sed -n 's/^# append: *//p' "$v" | head -n1)
+	append=$(kit_header "$v" append)
 	echo "=== $lab: kernel variant $name ($append)"
 	KIT_TREE=variant-$name KIT_SERIES=$v APPEND="$append" FLAVOUR=default QUIET=1 \
 		"$KIT/vm/boot-lab.sh" "$lab" test "$dir/solution" "variant-$name" "$res/variant-$name.log"
@@ -69,7 +70,10 @@ for g in "$dir"/gdb/*.gdb; do
 	[ -f "$g" ] || continue
 	name=$(basename "$g" .gdb)
 	echo "=== $lab: gdb script $name.gdb"
-	FLAVOUR=default "$KIT/vm/gdb-check.sh" "$lab" "$g" "$res/gdb-$name.tap"
+	# The solution run's initramfs, when it was built for this kernel.
+	reuse=0
+	[ "$main" = default ] && reuse=1
+	REUSE_INITRD=$reuse FLAVOUR=default "$KIT/vm/gdb-check.sh" "$lab" "$g" "$res/gdb-$name.tap"
 	python3 "$KIT/vm/transcripts.py" gdb "$res/gdb-$name.gdb.log" "$fresh/gdb-$name.txt"
 done
 

@@ -35,11 +35,8 @@ RULES = [
     (re.compile(r'\b(Pid:\s*)(\d+)\)'), r'\1<pid>)'),
     # Which vCPU gets somewhere first is up to the host's scheduler.
     (re.compile(r'\bCPU thread \d+'), 'CPU thread N'),
-    (re.compile(r'\[Switching to thread \d+ \(Thread \d+\.\d+\)\]'),
-     '[Switching to thread N (Thread 1.N)]'),
+    # So is which of a program's pidfds a breakpoint on fd_install() sees first.
     (re.compile(r'\bfd=fd@entry=\d+'), 'fd=fd@entry=N'),
-    # ... and where the other vCPU was when it stopped.
-    (re.compile(r'^#0 .*'), '#0  <where the other vCPU stopped>'),
 ]
 
 
