@@ -22,8 +22,8 @@ mkdir -p "$guest"
 
 for p in pidfd_parity pidfd_bench; do
 	c=$KIT/vm/guest/$p.c
-	if [ ! -x "$guest/$p" ] || [ "$c" -nt "$guest/$p" ]; then
-		gcc -static -O2 -g -Wall -pthread -o "$guest/$p" "$c"
+	if [ ! -x "$guest/$p" ] || [ "$c" -nt "$guest/$p" ] || [ "$KIT/vm/guest/lab.h" -nt "$guest/$p" ]; then
+		gcc -static -O2 -g -Wall -pthread -I"$KIT/vm/guest" -o "$guest/$p" "$c"
 	fi
 done
 

@@ -23,6 +23,9 @@
 #ifndef P_PIDFD
 #define P_PIDFD 3
 #endif
+#ifndef CLONE_PIDFD
+#define CLONE_PIDFD 0x00001000
+#endif
 
 static inline int sys_pidfd_open(pid_t pid, unsigned int flags)
 {
@@ -50,6 +53,21 @@ static inline pid_t spawn_sleeper(void)
 		for (;;)
 			pause();
 	}
+	return pid;
+}
+
+/*
+ * clone(CLONE_PIDFD) of a child that exits at once: its pid, with its
+ * pidfd in *@pidfd, or -1. The pidfd comes back in clone's parent_tid
+ * argument (x86_64 order: flags, stack, parent_tid, child_tid, tls).
+ */
+static inline pid_t clone_pidfd(int *pidfd)
+{
+	pid_t pid = syscall(SYS_clone, CLONE_PIDFD | SIGCHLD, NULL, pidfd,
+			    NULL, NULL);
+
+	if (pid == 0)
+		_exit(0);
 	return pid;
 }
 

@@ -37,19 +37,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#ifndef P_PIDFD
-#define P_PIDFD 3
-#endif
+#include "lab.h"
 
 #define RUNS 7
 #define THREADS 4
 
 static long scale = 1;
-
-static int sys_pidfd_open(pid_t pid, unsigned int flags)
-{
-	return syscall(SYS_pidfd_open, pid, flags);
-}
 
 static long long now_ns(void)
 {

@@ -36,12 +36,8 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-#ifndef P_PIDFD
-#define P_PIDFD 3
-#endif
-#ifndef CLONE_PIDFD
-#define CLONE_PIDFD 0x00001000
-#endif
+#include "lab.h"
+
 #ifndef PIDFD_NONBLOCK
 #define PIDFD_NONBLOCK O_NONBLOCK
 #endif
@@ -106,16 +102,6 @@ static const char *yesno(int b)
 	return b ? "yes" : "no";
 }
 
-static int sys_pidfd_open(pid_t pid, unsigned int flags)
-{
-	return syscall(SYS_pidfd_open, pid, flags);
-}
-
-static int sys_pidfd_send_signal(int fd, int sig, unsigned int flags)
-{
-	return syscall(SYS_pidfd_send_signal, fd, sig, NULL, flags);
-}
-
 static int sys_pidfd_getfd(int fd, int target, unsigned int flags)
 {
 	return syscall(SYS_pidfd_getfd, fd, target, flags);
@@ -123,23 +109,13 @@ static int sys_pidfd_getfd(int fd, int target, unsigned int flags)
 
 static pid_t sleeper(void)
 {
-	pid_t pid = fork();
+	pid_t pid = spawn_sleeper();
 
-	if (pid == 0) {
-		for (;;)
-			pause();
-	}
 	if (pid < 0) {
 		perror("fork");
 		exit(2);
 	}
 	return pid;
-}
-
-static void reap(pid_t pid)
-{
-	kill(pid, SIGKILL);
-	waitpid(pid, NULL, 0);
 }
 
 static int must_open(pid_t pid, unsigned int flags)
@@ -326,12 +302,12 @@ static void identity(void)
 	}
 	put_fdinfo("fdinfo_Pid", fa, "Pid", a);
 	put_fdinfo("fdinfo_NSpid", fa, "NSpid", a);
-	reap(a);
+	kill_and_reap(a);
 	put_fdinfo("fdinfo_Pid_after_reap", fa, "Pid", a);
 	put("ino_same_after_reap", "%s", yesno(!fstat(fa, &again) && again.st_ino == ino));
 	close(fa);
 	close(fb);
-	reap(b);
+	kill_and_reap(b);
 }
 
 static void polling(void)
@@ -352,7 +328,7 @@ static void polling(void)
 	put_ret("waitid_P_PIDFD", waitid(P_PIDFD, fd, &si, WEXITED));
 	put("waitid_P_PIDFD_reports_pid", "%s", yesno(si.si_pid == pid));
 	put("poll_reaped", "%s", poll_name(poll_now(fd)));
-	put_ret("send_signal_after_reap", sys_pidfd_send_signal(fd, 0, 0));
+	put_ret("send_signal_after_reap", sys_pidfd_send_signal(fd, 0, NULL, 0));
 	close(fd);
 }
 
@@ -364,9 +340,9 @@ static void operations(void)
 	char info[64];
 
 	put_ret("pidfd_open", fd);
-	put_ret("send_signal", sys_pidfd_send_signal(fd, 0, 0));
+	put_ret("send_signal", sys_pidfd_send_signal(fd, 0, NULL, 0));
 	put_ret("send_signal_PIDFD_SIGNAL_THREAD_GROUP",
-		sys_pidfd_send_signal(fd, 0, PIDFD_SIGNAL_THREAD_GROUP));
+		sys_pidfd_send_signal(fd, 0, NULL, PIDFD_SIGNAL_THREAD_GROUP));
 	got = sys_pidfd_getfd(fd, 1, 0);
 	put_ret("pidfd_getfd", got);
 	if (got >= 0)
@@ -393,7 +369,8 @@ static void operations(void)
 	if (ns >= 0)
 		close(ns);
 	memset(info, 0, sizeof(info));
-	memcpy(info + 8, &(unsigned long long){ PIDFD_INFO_PID }, 8);
+	/* struct pidfd_info (6.13) starts with the request mask */
+	memcpy(info, &(unsigned long long){ PIDFD_INFO_PID }, 8);
 	put_ret("ioctl_PIDFD_GET_INFO", ioctl(fd, PIDFD_GET_INFO, info));
 	{
 		struct {
@@ -405,16 +382,13 @@ static void operations(void)
 		put_ret("name_to_handle_at",
 			name_to_handle_at(fd, "", &h.fh, &mnt, AT_EMPTY_PATH));
 	}
-	reap(pid);
+	kill_and_reap(pid);
 	close(fd);
 
-	/* clone(CLONE_PIDFD): the pidfd comes back in parent_tid. */
 	{
 		int cfd = -1;
-		long r = syscall(SYS_clone, CLONE_PIDFD | SIGCHLD, 0, &cfd, NULL, 0);
+		long r = clone_pidfd(&cfd);
 
-		if (r == 0)
-			_exit(0);
 		put_ret("clone_CLONE_PIDFD", r);
 		if (r > 0) {
 			struct statfs sf;
@@ -467,9 +441,7 @@ static void lsm_ops(void)
 	long r;
 
 	put_ret("pidfd_open", fd);
-	r = syscall(SYS_clone, CLONE_PIDFD | SIGCHLD, 0, &cfd, NULL, 0);
-	if (r == 0)
-		_exit(0);
+	r = clone_pidfd(&cfd);
 	put_ret("clone_CLONE_PIDFD", r);
 	if (r > 0) {
 		waitpid(r, NULL, 0);
@@ -478,7 +450,7 @@ static void lsm_ops(void)
 	if (fd >= 0) {
 		put_ret("fstat", fstat(fd, &s));
 		put("poll", "%s", poll_name(poll_now(fd)));
-		put_ret("send_signal", sys_pidfd_send_signal(fd, 0, 0));
+		put_ret("send_signal", sys_pidfd_send_signal(fd, 0, NULL, 0));
 		got = sys_pidfd_getfd(fd, 1, 0);
 		put_ret("pidfd_getfd", got);
 		if (got >= 0)
@@ -486,7 +458,7 @@ static void lsm_ops(void)
 		put_ret("setns_CLONE_NEWUTS", setns(fd, CLONE_NEWUTS));
 		close(fd);
 	}
-	reap(pid);
+	kill_and_reap(pid);
 }
 
 int main(int argc, char **argv)

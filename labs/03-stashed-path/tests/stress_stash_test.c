@@ -159,8 +159,9 @@ static int kmsg_contains(const char *what)
 /* 1 and the first report line in @first if the kernel complained. */
 static int kmsg_has_report(char *first, size_t len)
 {
+	/* KASAN reports start with "BUG: KASAN: ...". */
 	static const char *const bad[] = {
-		"BUG:", "WARNING:", "KASAN", "possible circular locking",
+		"BUG:", "WARNING:", "possible circular locking",
 		"possible recursive locking", "suspicious RCU usage",
 		"ODEBUG", "Oops", "general protection fault",
 	};
@@ -173,11 +174,6 @@ static int kmsg_has_report(char *first, size_t len)
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]) && !found; i++) {
 		char *hit = strstr(buf, bad[i]);
 
-		/* KASAN's own start-up line is not a report. */
-		if (hit && !strncmp(hit, "KASAN", 5) &&
-		    strstr(buf, "KernelAddressSanitizer initialized") &&
-		    !strstr(buf, "BUG: KASAN"))
-			continue;
 		if (hit) {
 			char *eol = strchr(hit, '\n');
 

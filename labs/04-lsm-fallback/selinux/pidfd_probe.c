@@ -20,7 +20,6 @@
 #include <sys/wait.h>
 #include <sys/xattr.h>
 #include <unistd.h>
-#include <linux/sched.h>
 
 #include "lab.h"
 
@@ -115,9 +114,7 @@ int main(void)
 	report("pidfd_open()", fd);
 	if (fd >= 0)
 		close(fd);
-	pid = syscall(SYS_clone, CLONE_PIDFD | SIGCHLD, NULL, &pidfd, NULL, NULL);
-	if (pid == 0)
-		_exit(0);
+	pid = clone_pidfd(&pidfd);
 	report("clone(CLONE_PIDFD)", pid < 0 ? -1 : pidfd);
 	if (pid > 0) {
 		waitpid(pid, NULL, 0);

@@ -94,9 +94,7 @@ pid_t pidfd_target(int pidfd)
 	return pid;
 }
 
-#ifndef LAB_TEST
-/* A client process connected to a broker socket; its pid, or -1. */
-static pid_t connect_client(int *broker_end)
+pid_t connect_client(int *broker_end)
 {
 	int sv[2], listener;
 	struct sockaddr_un addr = { .sun_family = AF_UNIX };
@@ -126,6 +124,8 @@ static pid_t connect_client(int *broker_end)
 	*broker_end = sv[0];
 	return sv[0] < 0 ? -1 : pid;
 }
+
+#ifndef LAB_TEST
 
 static int serve(int strict)
 {

@@ -35,6 +35,13 @@ int peer_pidfd(int sock);
  */
 int authenticate_peer(int sock, int strict, struct peer *peer);
 
+/*
+ * A client process connected to a broker over an abstract Unix socket:
+ * its pid, with the broker's end of the connection in *@broker_end, or -1.
+ * The client stays until the broker hangs up.
+ */
+pid_t connect_client(int *broker_end);
+
 /* The pid a pidfd refers to, from /proc/self/fdinfo ("Pid:"). */
 pid_t pidfd_target(int pidfd);
 

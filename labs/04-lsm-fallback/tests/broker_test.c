@@ -28,34 +28,13 @@ FIXTURE(client) {
 
 FIXTURE_SETUP(client)
 {
-	struct sockaddr_un addr = { .sun_family = AF_UNIX };
-	socklen_t alen;
-	int listener;
-
 	self->expect = expected_pidfd_selinux();
 	TH_LOG("pidfds are expected to be %s; SELinux enforcing: %d",
 	       pidfd_selinux_name(self->expect), selinux_enforcing());
-	snprintf(addr.sun_path + 1, sizeof(addr.sun_path) - 1, "lab04-test-%d", getpid());
-	alen = offsetof(struct sockaddr_un, sun_path) + 1 + strlen(addr.sun_path + 1);
-	listener = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	ASSERT_GE(listener, 0);
-	ASSERT_EQ(bind(listener, (struct sockaddr *)&addr, alen), 0);
-	ASSERT_EQ(listen(listener, 1), 0);
-	self->pid = fork();
-	ASSERT_GE(self->pid, 0);
-	if (self->pid == 0) {
-		int s = socket(AF_UNIX, SOCK_STREAM, 0);
-		char c;
-
-		if (connect(s, (struct sockaddr *)&addr, alen))
-			_exit(1);
-		while (read(s, &c, 1) > 0)
-			;
-		_exit(0);
-	}
-	self->sock = accept4(listener, NULL, NULL, SOCK_CLOEXEC);
+	/* The broker's own helper, so the tests see the client it serves. */
+	self->pid = connect_client(&self->sock);
+	ASSERT_GT(self->pid, 0);
 	ASSERT_GE(self->sock, 0);
-	close(listener);
 }
 
 FIXTURE_TEARDOWN(client)

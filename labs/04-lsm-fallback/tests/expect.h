@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 enum pidfd_selinux { PIDFD_ALLOWED, PIDFD_DENIED, PIDFD_DETOUR };
 
@@ -48,6 +49,15 @@ static inline enum pidfd_selinux expected_pidfd_selinux(void)
 static inline const char *pidfd_selinux_name(enum pidfd_selinux e)
 {
 	return e == PIDFD_DENIED ? "denied" : e == PIDFD_DETOUR ? "detour" : "allowed";
+}
+
+/*
+ * The lab ships an SELinux policy from lab 04 on (initramfs.sh): the kernel
+ * it was built for has SELinux, and a test may not skip for want of it.
+ */
+static inline int selinux_policy_shipped(void)
+{
+	return access("/lab/selinux/policy", F_OK) == 0;
 }
 
 /* 1 if SELinux is enforcing, 0 if permissive, -1 if it is not there. */

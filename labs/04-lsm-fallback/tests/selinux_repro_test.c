@@ -10,7 +10,8 @@
  *   denied   before the fix, files made by dentry_open():
  *       enforcing:  pidfd_open() and clone(CLONE_PIDFD) fail with EACCES
  *                   and an AVC denial naming the filesystem is logged;
- *       permissive: both work, and the same denial is logged (permissive=1).
+ *       permissive: both work, and the same denial is logged (permissive=1);
+ *       a pidfd made then meets the detour's denials below once enforced.
  *   detour   before the fix, files made by alloc_file(): creating pidfds
  *            works, but fstat() and passing one over a socket are denied.
  *   allowed  the fixed kernel: everything works in both modes and SELinux
@@ -28,7 +29,6 @@
 #include <sys/stat.h>
 #include <sys/xattr.h>
 #include <time.h>
-#include <linux/sched.h>
 
 #include <sys/socket.h>
 
@@ -74,16 +74,6 @@ static int write_text(const char *path, const char *text)
 	return n == (ssize_t)strlen(text) ? 0 : -1;
 }
 
-/* 0 permissive, 1 enforcing, -1 no selinuxfs. */
-static int get_enforce(void)
-{
-	char buf[8];
-
-	if (read_text(ENFORCE, buf, sizeof(buf)) < 1)
-		return -1;
-	return buf[0] == '1';
-}
-
 static int set_enforce(int on)
 {
 	return write_text(ENFORCE, on ? "1" : "0");
@@ -116,8 +106,9 @@ static void log_mark(char *mark, size_t size, const char *what)
 
 /*
  * The first AVC denial logged after @mark for a pidfd file (on pidfs)
- * asking for @perms, copied to @out. SELinux hands AVC records to the audit thread, which prints them
- * when it gets to run: look for up to @ms milliseconds.
+ * asking for @perms, copied to @out. SELinux hands AVC records to the
+ * audit thread, which prints them when it gets to run: look for up to @ms
+ * milliseconds.
  */
 static int find_avc(const char *mark, const char *perms, int permissive,
 		    char *out, size_t size, int ms)
@@ -157,18 +148,6 @@ static int find_avc(const char *mark, const char *perms, int permissive,
 	return 0;
 }
 
-/* clone(CLONE_PIDFD): the child exits at once. Returns its pid or -1. */
-static pid_t clone_pidfd(int *pidfd)
-{
-	/* x86_64: clone(flags, stack, parent_tid, child_tid, tls) */
-	pid_t pid = syscall(SYS_clone, CLONE_PIDFD | SIGCHLD, NULL, pidfd,
-			    NULL, NULL);
-
-	if (pid == 0)
-		_exit(0);
-	return pid;
-}
-
 FIXTURE(selinux) {
 	int ready;		/* setup completed, not skipped */
 	int saved_mode;		/* enforce value found at setup */
@@ -195,8 +174,11 @@ FIXTURE_SETUP(selinux)
 	char ctx[256];
 
 	/* This harness runs the test body after a SKIP() in setup. */
-	if (!own_context(ctx, sizeof(ctx)))
+	if (!own_context(ctx, sizeof(ctx))) {
+		ASSERT_FALSE(selinux_policy_shipped())
+			TH_LOG("no SELinux, yet %s was built for this kernel", POLICY);
 		SKIP(return, "SELinux is not enabled in this kernel");
+	}
 	if (!strchr(ctx, ':')) {
 		if (access(POLICY, R_OK) || access(LOADER, X_OK))
 			SKIP(return, "no SELinux policy loaded, and no %s", POLICY);
@@ -207,7 +189,7 @@ FIXTURE_SETUP(selinux)
 	self->expect = expected_pidfd_selinux();
 	TH_LOG("running as %s, pidfds are expected to be %s", ctx,
 	       pidfd_selinux_name(self->expect));
-	self->saved_mode = get_enforce();
+	self->saved_mode = selinux_enforcing();
 	ASSERT_GE(self->saved_mode, 0);
 	/*
 	 * Audit records reach the kernel log through printk_ratelimit(), 10
@@ -222,7 +204,7 @@ FIXTURE_SETUP(selinux)
 	 */
 	ASSERT_EQ(set_enforce(1), 0);
 	ASSERT_EQ(set_enforce(variant->enforcing), 0);
-	ASSERT_EQ(get_enforce(), variant->enforcing);
+	ASSERT_EQ(selinux_enforcing(), variant->enforcing);
 
 	self->child = spawn_sleeper();
 	ASSERT_GT(self->child, 0);
@@ -238,6 +220,28 @@ FIXTURE_TEARDOWN(selinux)
 }
 
 /*
+ * Look for the AVC denial of @perms on a pidfd logged since self->mark and
+ * check that it is there exactly when @want says so. Returns whether it is.
+ */
+static int expect_avc(struct __test_metadata *_metadata,
+		      FIXTURE_DATA(selinux) *self, int enforcing,
+		      const char *perms, int want)
+{
+	/* Waiting for nothing to show up takes the whole time: 1 s then. */
+	int logged = find_avc(self->mark, perms, !enforcing, self->avc,
+			      sizeof(self->avc), want ? 3000 : 1000);
+
+	if (want) {
+		EXPECT_TRUE(logged) TH_LOG("no AVC denial of %s for the pidfd file", perms);
+	} else {
+		EXPECT_FALSE(logged) TH_LOG("unexpected: %s", self->avc);
+	}
+	if (logged)
+		TH_LOG("%s", self->avc);
+	return logged;
+}
+
+/*
  * Check the outcome of creating one pidfd: @fd (-1 with @err on failure),
  * and the AVC denial of the open logged since self->mark, or not.
  */
@@ -246,7 +250,6 @@ static void check_outcome(struct __test_metadata *_metadata,
 			  int fd, int err)
 {
 	int denied = self->expect == PIDFD_DENIED;
-	int logged;
 
 	if (denied && enforcing) {
 		EXPECT_EQ(fd, -1);
@@ -256,18 +259,11 @@ static void check_outcome(struct __test_metadata *_metadata,
 	} else {
 		EXPECT_GE(fd, 0) TH_LOG("failed with %s", strerror(err));
 	}
-	/* Waiting for nothing to show up takes the whole time: 1 s then. */
-	logged = find_avc(self->mark, "{ read write open }", !enforcing,
-			  self->avc, sizeof(self->avc), denied ? 3000 : 1000);
-	if (denied) {
-		ASSERT_TRUE(logged) TH_LOG("no AVC denial for the pidfd file");
+	if (expect_avc(_metadata, self, enforcing, "{ read write open }", denied)) {
+		/* The object is the unlabeled pidfs inode, seen as a file. */
 		EXPECT_NE(strstr(self->avc, "tcontext=" UNLABELED " "), NULL);
 		EXPECT_NE(strstr(self->avc, "tclass=file"), NULL);
-	} else {
-		EXPECT_FALSE(logged) TH_LOG("unexpected: %s", self->avc);
 	}
-	if (logged)
-		TH_LOG("%s", self->avc);
 }
 
 TEST_F(selinux, pidfd_open)
@@ -306,6 +302,31 @@ TEST_F(selinux, clone_pidfd)
 }
 
 /*
+ * A pidfd for the child, to look at what comes after its creation. The
+ * kernel before the fix makes none while SELinux enforces: make it in
+ * permissive mode, as a pidfd from before the policy was enforced would
+ * have been made. Then empty the AVC: in permissive mode it remembers what
+ * it let through, and its entry for the open ({ read write open }) would
+ * answer the read and write checks that follow without a word in the log.
+ */
+static int child_pidfd(FIXTURE_DATA(selinux) *self, int enforcing)
+{
+	int fd;
+
+	if (self->expect != PIDFD_DENIED)
+		return sys_pidfd_open(self->child, 0);
+	if (set_enforce(0))
+		return -1;
+	fd = sys_pidfd_open(self->child, 0);
+	/* Going to enforcing empties the AVC. */
+	if (set_enforce(1) || set_enforce(enforcing)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/*
  * The label SELinux gave a pidfd: unlabeled_t when SELinux sees the inode;
  * none at all (EOPNOTSUPP) for an S_PRIVATE inode, which the LSM hooks skip.
  */
@@ -317,12 +338,10 @@ TEST_F(selinux, pidfd_label)
 
 	if (!self->ready)
 		return;
-	if (self->expect == PIDFD_DENIED && variant->enforcing)
-		SKIP(return, "no pidfd to look at: pidfd_open() is denied");
-	fd = sys_pidfd_open(self->child, 0);
+	fd = child_pidfd(self, variant->enforcing);
 	ASSERT_GE(fd, 0);
 	n = fgetxattr(fd, "security.selinux", label, sizeof(label) - 1);
-	if (self->expect == PIDFD_DETOUR && variant->enforcing) {
+	if (self->expect != PIDFD_ALLOWED && variant->enforcing) {
 		/* Reading the label is a getattr on the inode: denied too. */
 		EXPECT_EQ(n, -1);
 		EXPECT_EQ(errno, EACCES);
@@ -338,52 +357,45 @@ TEST_F(selinux, pidfd_label)
 }
 
 /*
- * What the detour leaves: the pidfd exists, but the inode behind it is
- * still checked, and denied, by every hook after the open.
+ * What the detour leaves, and the kernel before the fix too once a pidfd
+ * exists: the inode behind it is checked, and denied, by every hook after
+ * the open.
  */
 TEST_F(selinux, fstat_after_create)
 {
-	int detour = self->expect == PIDFD_DETOUR;
+	int seen = self->expect != PIDFD_ALLOWED;	/* SELinux sees the inode */
 	struct stat st;
-	int fd, ret, err, logged;
+	int fd, ret, err;
 
 	if (!self->ready)
 		return;
-	if (self->expect == PIDFD_DENIED)
-		SKIP(return, "the open itself is what this kernel denies");
-	fd = sys_pidfd_open(self->child, 0);
+	fd = child_pidfd(self, variant->enforcing);
 	ASSERT_GE(fd, 0);
 	log_mark(self->mark, sizeof(self->mark), "fstat");
 	ret = fstat(fd, &st);
 	err = errno;
-	if (detour && variant->enforcing) {
+	if (seen && variant->enforcing) {
 		EXPECT_EQ(ret, -1);
 		EXPECT_EQ(err, EACCES);
 	} else {
 		EXPECT_EQ(ret, 0) TH_LOG("fstat: %s", strerror(err));
 	}
-	logged = find_avc(self->mark, "{ getattr }", !variant->enforcing,
-			  self->avc, sizeof(self->avc), detour ? 3000 : 1000);
-	EXPECT_EQ(logged, detour) TH_LOG("AVC: %s", self->avc);
-	if (logged)
-		TH_LOG("%s", self->avc);
+	expect_avc(_metadata, self, variant->enforcing, "{ getattr }", seen);
 	close(fd);
 }
 
 TEST_F(selinux, pass_over_unix_socket)
 {
-	int detour = self->expect == PIDFD_DETOUR;
-	int fd, got, logged;
+	int seen = self->expect != PIDFD_ALLOWED;	/* SELinux sees the inode */
+	int fd, got;
 
 	if (!self->ready)
 		return;
-	if (self->expect == PIDFD_DENIED)
-		SKIP(return, "the open itself is what this kernel denies");
-	fd = sys_pidfd_open(self->child, 0);
+	fd = child_pidfd(self, variant->enforcing);
 	ASSERT_GE(fd, 0);
 	log_mark(self->mark, sizeof(self->mark), "scm_rights");
 	got = pass_fd_to_self(fd);
-	if (detour && variant->enforcing) {
+	if (seen && variant->enforcing) {
 		/* The receiver's check fails: the message arrives without the fd. */
 		EXPECT_EQ(got, -1);
 	} else {
@@ -397,11 +409,7 @@ TEST_F(selinux, pass_over_unix_socket)
 			EXPECT_EQ(errno, EOPNOTSUPP);
 		}
 	}
-	logged = find_avc(self->mark, "{ read write }", !variant->enforcing,
-			  self->avc, sizeof(self->avc), detour ? 3000 : 1000);
-	EXPECT_EQ(logged, detour) TH_LOG("AVC: %s", self->avc);
-	if (logged)
-		TH_LOG("%s", self->avc);
+	expect_avc(_metadata, self, variant->enforcing, "{ read write }", seen);
 	if (got >= 0)
 		close(got);
 	close(fd);
