@@ -28,6 +28,11 @@ RULES = [
     (re.compile(r'(Pid:\s+)(\d+) \(NSpid \d+\)'), r'\1<pid> (NSpid <pid>)'),
     (re.compile(r'\bThread \d+ hit'), 'Thread N hit'),
     (re.compile(r'\b(inode|ino|i_ino)([ :=]+)(\d{3,})'), r'\1\2<ino>'),
+    # The one anonymous inode's number is small, but get_next_ino() hands
+    # out numbers in per-CPU batches: which vCPU ran the boot-time
+    # initcall decides it (5, or 1000 and more).
+    (re.compile(r'\bi_ino (\d+)\b'), 'i_ino <ino>'),
+    (re.compile(r'\b(inode:\s+)(\d+) \(dev'), r'\1<ino> (dev'),
     (re.compile(r'\[(\d{3,})\]'), '[<ino>]'),
     (re.compile(r'\bdev (\d+)'), 'dev <dev>'),
     (re.compile(r'\bchild (\d+)'), 'child <pid>'),
