@@ -4,8 +4,8 @@
 #   boot-lab.sh LAB shell|test|run EXERCISE_DIR TAG [LOG]
 #
 # The kernel tree, the kernel (flavour $FLAVOUR, default "default", or
-# "debug" with DEBUG=1) and an initramfs named TAG made from the exercise sources in EXERCISE_DIR; then
-# vm/run-vm.sh in the given mode. When EXERCISE_DIR is not the lab's
+# "debug" with DEBUG=1) and an initramfs named TAG made from the exercise
+# sources in EXERCISE_DIR; then vm/run-vm.sh in the given mode. When EXERCISE_DIR is not the lab's
 # solution/ and holds kernel/ files, the kernel is built from a tree of its
 # own (trees/TAG) with those files laid over the patched sources.
 set -euo pipefail
