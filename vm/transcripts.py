@@ -11,9 +11,16 @@
                                             committed ones, write TAP
   transcripts.py update FRESH_DIR DOC_DIR   copy fresh ones into the book
 
-Only what truly varies between runs is normalized: pids, kernel addresses,
-gdb thread and vCPU numbers and inode numbers handed out at run time. Everything
-else must match the committed transcript to the byte.
+  transcripts.py selftest                   check the masking on made-up text
+                                            (host only, no VM)
+
+Only what truly varies between runs is masked: pids, kernel addresses, inode
+and device numbers handed out at run time, gdb thread and vCPU numbers. Pids,
+addresses, inode and device numbers become numbered placeholders (<pid1>,
+<addr2>, <ino1>, <dev1>), numbered by first appearance within one transcript:
+equal values get the same placeholder, different values different ones, so
+the book can still say "the same inode" and show it. Everything else must
+match the committed transcript to the byte.
 """
 import difflib
 import os
@@ -21,43 +28,83 @@ import re
 import shutil
 import sys
 
-RULES = [
-    (re.compile(r'0xffff[0-9a-f]{12}'), '0xffff............'),
-    (re.compile(r'\bpid (\d+)'), 'pid <pid>'),
-    (re.compile(r'\bpid=(\d+)'), 'pid=<pid>'),
-    (re.compile(r'(Pid:\s+)(\d+) \(NSpid \d+\)'), r'\1<pid> (NSpid <pid>)'),
-    (re.compile(r'\bThread \d+ hit'), 'Thread N hit'),
-    (re.compile(r'\b(inode|ino|i_ino)([ :=]+)(\d{3,})'), r'\1\2<ino>'),
+# What varies, and how it is masked. Each rule is a regular expression and,
+# for each of its groups, the kind of placeholder that group becomes (None:
+# keep the group as it is). Values of one kind are numbered by their first
+# appearance in one transcript: the first inode number seen becomes <ino1>,
+# the next different one <ino2>, and every later occurrence of the same
+# number is again <ino1>. So "the same inode" reads the same, "another
+# inode" reads differently, and the text stays equal from run to run.
+NUMBERED = [
+    (re.compile(r'\b(0xffff[0-9a-f]{12})\b'), ('addr',)),
+    (re.compile(r'\bpid (\d+)'), ('pid',)),
+    (re.compile(r'\bpid=(\d+)'), ('pid',)),
+    (re.compile(r'\bPid:\s+(\d+) \(NSpid (\d+)\)'), ('pid', 'pid')),
+    (re.compile(r'\b(?:inode|ino|i_ino)[ :=]+(\d{3,})'), ('ino',)),
     # The one anonymous inode's number is small, but get_next_ino() hands
     # out numbers in per-CPU batches: which vCPU ran the boot-time
     # initcall decides it (5, or 1000 and more).
-    (re.compile(r'\bi_ino (\d+)\b'), 'i_ino <ino>'),
-    (re.compile(r'\b(inode:\s+)(\d+) \(dev'), r'\1<ino> (dev'),
-    (re.compile(r'\[(\d{3,})\]'), '[<ino>]'),
-    (re.compile(r'\bdev (\d+)'), 'dev <dev>'),
-    (re.compile(r'\bchild (\d+)'), 'child <pid>'),
-    (re.compile(r'\binodes (\d+) and (\d+)'), 'inodes <ino> and <ino>'),
-    (re.compile(r'\b(Pid:\s*)(\d+)\)'), r'\1<pid>)'),
+    (re.compile(r'\bi_ino (\d+)\b'), ('ino',)),
+    (re.compile(r'\binode:\s+(\d+) \(dev'), ('ino',)),
+    (re.compile(r'\[(\d{3,})\]'), ('ino',)),
+    (re.compile(r'\bdev (\d+)'), ('dev',)),
+    (re.compile(r'\bchild (\d+)'), ('pid',)),
+    (re.compile(r'\binodes (\d+) and (\d+)'), ('ino', 'ino')),
+    (re.compile(r'\bPid:\s*(\d+)\)'), ('pid',)),
+]
+
+# What varies but says nothing: one fixed text, not numbered.
+FIXED = [
+    (re.compile(r'\bThread \d+ hit'), 'Thread N hit'),
     # Which vCPU gets somewhere first is up to the host's scheduler.
     (re.compile(r'\bCPU thread \d+'), 'CPU thread N'),
     # So is which of a program's pidfds a breakpoint on fd_install() sees first.
     (re.compile(r'\bfd=fd@entry=\d+'), 'fd=fd@entry=N'),
 ]
 
-
 # Lines that come and go between runs: gdb says it switched threads only
 # when the breakpoint hits on another vCPU than the last stop.
 DROP = re.compile(r'^\[Switching to Thread \d+\.\d+\]$')
 
+# A value waiting for its number: kind and value between two NULs, which
+# no transcript contains.
+_MARK = re.compile(r'\x00([a-z]+):([^\x00]*)\x00')
+
+
+def _mark(rx, kinds, line):
+    """Wrap each varying group of each match of @rx in a mark."""
+    def sub(m):
+        text, pos = [], m.start()
+        for i, kind in enumerate(kinds, 1):
+            text.append(m.string[pos:m.start(i)])
+            value = m.group(i)
+            text.append(value if kind is None else f'\x00{kind}:{value}\x00')
+            pos = m.end(i)
+        text.append(m.string[pos:m.end()])
+        return ''.join(text)
+    return rx.sub(sub, line)
+
 
 def normalize(text):
+    """Mask what varies between runs; number each kind of value by first
+    appearance, left to right, top to bottom."""
+    numbers = {}
     out = []
     for line in text.splitlines():
         if DROP.match(line):
             continue
-        for rx, rep in RULES:
+        for rx, kinds in NUMBERED:
+            line = _mark(rx, kinds, line)
+        for rx, rep in FIXED:
             line = rx.sub(rep, line)
-        out.append(line.rstrip())
+
+        def number(m):
+            kind, value = m.group(1), m.group(2)
+            seen = numbers.setdefault(kind, {})
+            if value not in seen:
+                seen[value] = len(seen) + 1
+            return f'<{kind}{seen[value]}>'
+        out.append(_MARK.sub(number, line).rstrip())
     return '\n'.join(out).strip('\n') + '\n'
 
 
@@ -128,10 +175,59 @@ def update(fresh, doc):
         print(f'  TRANSCR  {os.path.relpath(os.path.join(doc, name))}')
 
 
+SELFTEST = [
+    # (raw line(s), normalized): equal stays equal, different stays different
+    ('self fd 3: dev 0:4 ino 301 mode 0100444, link pidfd:[301]\n'
+     'child fd 4: dev 0:4 ino 302 mode 0100444, link pidfd:[302]\n'
+     'again fd 5: dev 0:4 ino 302 mode 0100444, link pidfd:[302]',
+     'self fd 3: dev <dev1>:4 ino <ino1> mode 0100444, link pidfd:[<ino1>]\n'
+     'child fd 4: dev <dev1>:4 ino <ino2> mode 0100444, link pidfd:[<ino2>]\n'
+     'again fd 5: dev <dev1>:4 ino <ino2> mode 0100444, link pidfd:[<ino2>]\n'),
+    ('pidfd #1: file 0xffff888003a1c000  inode 0xffff888002b0e7a8  i_ino 5  pid 77\n'
+     'pidfd #2: file 0xffff888003a1c100  inode 0xffff888002b0e7a8  i_ino 5  pid 78\n'
+     'anon_inode_inode:        0xffff888002b0e7a8  i_ino 5',
+     'pidfd #1: file <addr1>  inode <addr2>  i_ino <ino1>  pid <pid1>\n'
+     'pidfd #2: file <addr3>  inode <addr2>  i_ino <ino1>  pid <pid2>\n'
+     'anon_inode_inode:        <addr2>  i_ino <ino1>\n'),
+    ('round 0: child 120, pidfds 3 and 4, inodes 1203 and 1203: one inode\n'
+     'fdinfo Pid:      120 (NSpid 120)',
+     'round 0: child <pid1>, pidfds 3 and 4, inodes <ino1> and <ino1>: one inode\n'
+     'fdinfo Pid:      <pid1> (NSpid <pid1>)\n'),
+    # Numbered by position on the line, whichever rule found the value.
+    ('uts file  inode 4026531838  link uts:[4026531838]\n'
+     'pidfd     inode 312  link pidfd:[312]',
+     'uts file  inode <ino1>  link uts:[<ino1>]\n'
+     'pidfd     inode <ino2>  link pidfd:[<ino2>]\n'),
+    ('[Switching to Thread 1.2]\n'
+     'Thread 2 hit Breakpoint 1, fd_install (fd=fd@entry=4, file=0xffff888003a1c000)\n'
+     'CPU thread 2 (A): made dentry 0xffff888004000000',
+     'Thread N hit Breakpoint 1, fd_install (fd=fd@entry=N, file=<addr1>)\n'
+     'CPU thread N (A): made dentry <addr2>\n'),
+    # Small numbers that are not run-time inode numbers stay as they are.
+    ('fs magic:      0x50494446\nsame file:       0\nexited 1, fdinfo Pid -1',
+     'fs magic:      0x50494446\nsame file:       0\nexited 1, fdinfo Pid -1\n'),
+]
+
+
+def selftest():
+    bad = 0
+    for n, (raw, want) in enumerate(SELFTEST, 1):
+        got = normalize(raw)
+        again = normalize(got)
+        if got != want or again != got:
+            bad += 1
+            print(f'not ok {n} normalize\n# want {want!r}\n# got  {got!r}'
+                  f'\n# again {again!r}')
+        else:
+            print(f'ok {n} normalize')
+    print(f'{len(SELFTEST) - bad} passed, {bad} failed')
+    sys.exit(1 if bad else 0)
+
+
 if __name__ == '__main__':
     cmds = {'extract': (extract, 2), 'extract-as': (extract, 3),
             'gdb': (gdb, 2), 'check': (check, 3),
-            'update': (update, 2)}
+            'update': (update, 2), 'selftest': (selftest, 0)}
     if len(sys.argv) < 2 or sys.argv[1] not in cmds or \
             len(sys.argv) != cmds[sys.argv[1]][1] + 2:
         sys.exit(__doc__)
