@@ -17,8 +17,11 @@ need-lab = @[ "$(lab)" != BAD ] || { KIT_ME=make; source vm/lib.sh; resolve_lab 
 need-deps = @vm/deps.sh check || vm/deps.sh install
 # make reference and make bench also need linux-source-6.12.
 need-ref-deps = @vm/deps.sh check reference || vm/deps.sh install reference
+# make docs needs Sphinx and graphviz only; make docs-check also a browser.
+need-docs-deps = @vm/deps.sh check docs || vm/deps.sh install docs
+need-docs-check-deps = @vm/deps.sh check docs-check || vm/deps.sh install docs-check
 
-.PHONY: help deps lab test kernel check solution exercises gdb docs bench \
+.PHONY: help deps lab test kernel check solution exercises gdb docs docs-check bench \
 	checkpatch shellcheck clean transcripts reference
 
 help:
@@ -33,6 +36,8 @@ help:
 	@echo "  make kernel LAB=NN      build the kernel only; prints the bzImage and vmlinux paths"
 	@echo "  make test [LAB=NN]      every lab (or one): solution, skeleton and gdb checks in the VM"
 	@echo "  make docs               the Sphinx book -> docs/_build/html/index.html"
+	@echo "  make docs-check         the book in headless chromium: no clipped table, every"
+	@echo "                          diagram drawn; screenshots in docs/_build/check/"
 	@echo "  make bench              build, boot and test timings, then pidfd microbenchmarks on"
 	@echo "                          lab 01, the last lab and 6.12 (ONLY=harness|micro, ROUNDS=N,"
 	@echo "                          UPDATE=1 copies the output to docs/transcripts/reference/)"
@@ -89,9 +94,13 @@ shellcheck:
 		labs/*/initramfs.sh labs/*/selinux/*.sh
 
 docs:
-	$(need-deps)
+	$(need-docs-deps)
 	@sphinx-build -W --keep-going -q -b html docs docs/_build/html
 	@echo "  DOCS     docs/_build/html/index.html"
+
+docs-check: docs
+	$(need-docs-check-deps)
+	@python3 vm/docs-check.py docs/_build/html docs/_build/check
 
 bench:
 	$(need-ref-deps)

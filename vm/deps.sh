@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
 # The kit's Debian packages.
-#   deps.sh check [reference]     list what is missing (exit 1 if anything is)
-#   deps.sh install [reference]   apt-get install what is missing (as root, or via sudo)
+#   deps.sh check [GROUP]     list what is missing (exit 1 if anything is)
+#   deps.sh install [GROUP]   apt-get install what is missing (as root, or via sudo)
+# Groups: none, the whole kit (labs, VM, gdb, CI's checks, the book);
 # "reference" adds what only `make reference` and `make bench` need: the
-# 6.12 source, a large download attendees can do without.
+# 6.12 source, a large download attendees can do without; "docs" is only
+# what `make docs` needs, so that a reader can build the book without the
+# kernel source and QEMU; "docs-check" adds the headless browser of
+# `make docs-check`.
 set -euo pipefail
+
+docs=(python3-sphinx python3-sphinx-rtd-theme graphviz)
 
 packages=(
 	# the kernel and its build
@@ -14,15 +20,19 @@ packages=(
 	qemu-system-x86 busybox-static
 	# lab 04: the SELinux policy compiler
 	checkpolicy
-	# instructors, CI, docs
-	gdb shellcheck python3-sphinx python3-sphinx-rtd-theme graphviz
+	# instructors, CI
+	gdb shellcheck
+	# the book
+	"${docs[@]}"
 )
 
 case ${2:-} in
 '') ;;
 reference) packages+=(linux-source-6.12) ;;
+docs) packages=("${docs[@]}") ;;
+docs-check) packages=("${docs[@]}" python3 chromium fonts-dejavu-core) ;;
 *)
-	echo "deps.sh: unknown package group '$2' (known: reference)" >&2
+	echo "deps.sh: unknown package group '$2' (known: reference, docs, docs-check)" >&2
 	exit 2
 	;;
 esac
@@ -37,7 +47,10 @@ case ${1:-check} in
 check)
 	[ ${#missing[@]} -eq 0 ] && exit 0
 	echo "Missing Debian packages: ${missing[*]}" >&2
-	echo "Install them with: make deps" >&2
+	case ${2:-} in
+	docs | docs-check) echo "Install them with: vm/deps.sh install ${2}" >&2 ;;
+	*) echo "Install them with: make deps" >&2 ;;
+	esac
 	exit 1
 	;;
 install)
@@ -52,7 +65,7 @@ install)
 	DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
 	;;
 *)
-	echo "usage: deps.sh check|install [reference]" >&2
+	echo "usage: deps.sh check|install [reference|docs|docs-check]" >&2
 	exit 2
 	;;
 esac
