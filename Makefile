@@ -93,9 +93,11 @@ shellcheck:
 	@shellcheck -x vm/*.sh vm/guest/init vm/guest/run-tests vm/guest/ref-run .ci/run \
 		labs/*/initramfs.sh labs/*/selinux/*.sh
 
+# -a: write every page, so that Sphinx 5.3 also copies docs/_static again
+# (with no page out of date it copies nothing, and a CSS edit is lost).
 docs:
 	$(need-docs-deps)
-	@sphinx-build -W --keep-going -q -b html docs docs/_build/html
+	@sphinx-build -a -W --keep-going -q -b html docs docs/_build/html
 	@echo "  DOCS     docs/_build/html/index.html"
 
 docs-check: docs

@@ -10,7 +10,8 @@ when
     it sideways, or never sees its last columns), or a table cell hides
     part of its text;
   * a graphviz diagram did not render (no SVG, or an SVG without nodes);
-  * a page did not finish loading.
+  * a page did not finish loading, or lacks the theme's or the book's
+    style sheet (docs/_static/book.css).
 It also saves screenshots of a few pages in OUT_DIR, to look at.
 
 The server adds a small script to each page it serves; the script measures
@@ -62,6 +63,11 @@ window.addEventListener('load', function () {
     }
     return h ? h.textContent.replace(/\u00b6/g, '').trim() : '(top of page)';
   }
+  var sheets = Array.prototype.map.call(document.styleSheets, function (x) { return x.href || ''; });
+  ['/theme.css', '/book.css'].forEach(function (name) {
+    if (!sheets.some(function (h) { return h.split('?')[0].endsWith(name); }))
+      problems.push('the style sheet ' + name.slice(1) + ' is not loaded');
+  });
   var column = document.querySelector('.rst-content') || document.body;
   var colRight = column.getBoundingClientRect().right;
   document.querySelectorAll('.rst-content table.docutils').forEach(function (t) {
@@ -166,7 +172,7 @@ def browser(url, *extra):
 
 def check_page(base, page):
     result = browser(f'{base}/{page}', '--dump-dom')
-    m = re.search(r'<pre id="docs-check-result">(.*?)</pre>', result.stdout, re.S)
+    m = re.search(r'<pre id="docs-check-result"[^>]*>(.*?)</pre>', result.stdout, re.S)
     if not m:
         return page, None
     text = (m.group(1).replace('&quot;', '"').replace('&lt;', '<')
