@@ -2,6 +2,11 @@
 # scripts/checkpatch.pl --strict on every patch of every lab, its series and
 # its variants, as a maintainer would run it. Any error, warning or check
 # fails.
+#
+# One check is left out: UNKNOWN_COMMIT_ID looks every commit id a message
+# names up in the git history, and Debian's source tarball has none. The
+# messages name upstream commits ("commit 4e32c25b58b9 (...)") in the
+# style that check asks for; the book's Sources page links each of them.
 set -euo pipefail
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -13,7 +18,7 @@ for l in $(all_labs); do
 	for p in "$(lab_dir "$l")"/patches/*.patch "$(lab_dir "$l")"/variants/*.patch; do
 		[ -f "$p" ] || continue
 		n=$((n + 1))
-		out=$(perl "$checkpatch" --strict --no-tree --no-color --quiet "$p" 2>&1) || true
+		out=$(perl "$checkpatch" --strict --no-tree --ignore UNKNOWN_COMMIT_ID --no-color --quiet "$p" 2>&1) || true
 		if [ -n "$out" ]; then
 			bad=$((bad + 1))
 			echo "not ok $n checkpatch ${p#"$KIT"/}"

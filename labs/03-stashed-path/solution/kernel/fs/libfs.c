@@ -1664,11 +1664,12 @@ static struct dentry *stashed_dentry_get(struct dentry **stashed)
 	 * there may be on its way out, and only RCU keeps its memory around
 	 * until lockref_get_not_dead() has looked at it.
 	 */
+	/* TODO 6/1: the dentry below may be freed at any moment: enter the RCU read-side section before you read the stash */
 	rcu_read_lock();
-	/* TODO 6/3: inside the RCU section, read the stash and take a reference if its dentry is not dead (lockref_get_not_dead()) */
 	dentry = rcu_dereference(*stashed);
 	if (dentry && !lockref_get_not_dead(&dentry->d_lockref))
 		dentry = NULL;
+	/* TODO 6/1: ... and leave it only once you hold a reference (or know there is none to take) */
 	rcu_read_unlock();
 	return dentry;
 }

@@ -245,8 +245,6 @@ struct file *pidfs_alloc_file(struct pid *pid, unsigned int flags)
 
 void __init pidfs_init(void)
 {
-	if (register_filesystem(&pidfs_type))
-		panic("Cannot register the pidfs pseudo filesystem\n");
 	pidfs_mnt = kern_mount(&pidfs_type);
 	if (IS_ERR(pidfs_mnt))
 		panic("Cannot mount the pidfs pseudo filesystem\n");

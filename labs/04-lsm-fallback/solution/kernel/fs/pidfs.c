@@ -229,7 +229,12 @@ static void pidfs_init_inode(struct inode *inode, void *data)
 
 	inode->i_private = pid;
 	inode->i_ino = pid->ino;
-	inode->i_mode = S_IFREG | 0444;
+	/*
+	 * Owner-only, and the owner is root: like the anonymous inode (0600),
+	 * a pidfd cannot be reopened through /proc/<pid>/fd/<n> by anybody
+	 * but root.
+	 */
+	inode->i_mode = S_IFREG | 0700;
 	inode->i_fop = &pidfd_fops;
 	/* TODO 6/1: give the inode pidfs_inode_operations (getattr, setattr) */
 	inode->i_op = &pidfs_inode_operations;
@@ -287,8 +292,6 @@ struct file *pidfs_alloc_file(struct pid *pid, unsigned int flags)
 
 void __init pidfs_init(void)
 {
-	if (register_filesystem(&pidfs_type))
-		panic("Cannot register the pidfs pseudo filesystem\n");
 	pidfs_mnt = kern_mount(&pidfs_type);
 	if (IS_ERR(pidfs_mnt))
 		panic("Cannot mount the pidfs pseudo filesystem\n");
