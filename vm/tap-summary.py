@@ -6,6 +6,9 @@
   tap-summary.py --skeleton LOG OUT   turn a skeleton run into TAP: every lab
                                       test (tests/*, but tests/stress_*) must
                                       fail on a skeleton
+  tap-summary.py --must-fail LOG OUT NAME PROGRAM TEST...
+                                      turn a mutation's run into TAP: each
+                                      named TEST of tests/PROGRAM must fail
 
 FILE is a VM console log (programs framed by LAB-TEST-BEGIN/END lines from
 vm/guest/run-tests) or a plain TAP file written by a host-side check.
@@ -36,6 +39,10 @@ def parse(path):
                 yield prog, 'fail', f'{prog}: ran no test'
             prog = None
             continue
+        if line.startswith('LAB-TEST-LEFTOVER ') and prog:
+            # vm/guest/lab-run.c: a process the program left running.
+            yield prog, 'leftover', f'{prog}: left process {line.split(None, 1)[1]} running'
+            continue
         m = RESULT.match(line)
         if not m:
             continue
@@ -61,6 +68,8 @@ def summary(args):
         notes = []
         try:
             for _, status, name in parse(path):
+                if status == 'leftover':
+                    status = 'fail'
                 count[status] += 1
                 if status != 'pass':
                     notes.append(f'    {status.upper()}: {name}')
@@ -85,22 +94,52 @@ def skeleton(log, out):
     tests/stress_* are the exception: they hammer the kernel, not the
     exercises, and may pass on a skeleton."""
     results = [(p, s, n) for p, s, n in parse(log)
-               if p and p.startswith('tests/') and not p.startswith('tests/stress_')]
+               if p and p.startswith('tests/') and not p.startswith('tests/stress_')
+               or s == 'leftover']
     with open(out, 'w') as f:
         f.write(f'TAP version 13\n1..{max(len(results), 1)}\n')
         if not results:
             f.write('not ok 1 skeleton: no lab test ran on the skeleton\n')
         for i, (_, status, name) in enumerate(results, 1):
-            if status == 'fail':
+            if status == 'leftover':
+                # A failing test must still clean up after itself.
+                f.write(f'not ok {i} skeleton: {name}\n')
+            elif status == 'fail':
                 f.write(f'ok {i} skeleton fails as it should: {name}\n')
             else:
                 f.write(f'not ok {i} skeleton {status}es, so its TODO proves nothing: {name}\n')
     return 0
 
 
+def must_fail(log, out, mutant, program, tests):
+    """A mutation re-introduces a bug: the tests about it must see it.
+
+    A named test that passes (or never ran) on the mutated kernel cannot
+    fail on the bug it names; that is what this check reports."""
+    seen = {}
+    for prog, status, name in parse(log):
+        if prog == f'tests/{program}':
+            seen[name.split('# ')[0].strip().split(' ')[-1].split('.')[-1]] = status
+    with open(out, 'w') as f:
+        f.write(f'TAP version 13\n1..{len(tests)}\n')
+        for i, test in enumerate(tests, 1):
+            status = seen.get(test, 'missing')
+            if status == 'fail':
+                f.write(f'ok {i} mutation {mutant}: {program} {test} fails, as it must\n')
+            elif status == 'missing':
+                f.write(f'not ok {i} mutation {mutant}: {program} {test} never ran\n')
+            else:
+                f.write(f'not ok {i} mutation {mutant}: {program} {test} {status}es '
+                        f'on the bug it names\n')
+    return 0
+
+
 if __name__ == '__main__':
     if len(sys.argv) == 4 and sys.argv[1] == '--skeleton':
         sys.exit(skeleton(sys.argv[2], sys.argv[3]))
+    if len(sys.argv) >= 7 and sys.argv[1] == '--must-fail':
+        sys.exit(must_fail(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5],
+                           sys.argv[6:]))
     if len(sys.argv) < 2:
         sys.exit(__doc__)
     sys.exit(summary(sys.argv[1:]))

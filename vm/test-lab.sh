@@ -6,11 +6,14 @@
 #  solution.log         the lab's tests + the pidfd selftests, reference solution
 #  kernel-solution.tap  solution/kernel/* is the patched source plus TODO markers
 #  skeleton.tap         the same tests on the generated skeleton: each must fail
+#  shell.tap            the skeleton's VM shell on a terminal (vm/shell-check.py)
 #  flavour-*.log        each extra kernel flavour (flavours/*.config) booted
 #                       with the tests its "# tests: LAB" line names
 #  variant-*.log        each kernel variant (variants/*.series: the lab's
 #                       series replaced, e.g. "before the fix"), booted with
 #                       the kernel arguments of its "# append: ..." line
+#  mutant-*.tap         each mutation (a variant with "# must-fail: PROGRAM
+#                       TEST..."): the named tests fail on it, as they must
 #  gdb-*.tap            each instructor gdb script, run in batch mode
 #  transcripts.tap      the book's VM output still matches this run
 set -uo pipefail
@@ -46,6 +49,13 @@ python3 "$KIT/vm/exercises.py" skel "$dir/solution" "$skel"
 FLAVOUR=default QUIET=1 "$KIT/vm/boot-lab.sh" "$lab" test "$skel" skeleton "$res/skeleton.log"
 python3 "$KIT/vm/tap-summary.py" --skeleton "$res/skeleton.log" "$res/skeleton.tap"
 
+# The attendee's view of the skeleton's VM: a shell on a terminal.
+if [ "$main" = default ]; then
+	echo "=== $lab: the VM shell on a terminal (skeleton)"
+	REUSE_INITRD=1 FLAVOUR=default "$KIT/vm/boot-lab.sh" "$lab" shell-check "$skel" skeleton \
+		"$res/shell.tap" || true
+fi
+
 for f in "$dir"/flavours/*.config; do
 	[ -f "$f" ] || continue
 	flavour=$(basename "$f" .config)
@@ -56,14 +66,32 @@ for f in "$dir"/flavours/*.config; do
 		"$(lab_dir "$tests")/solution" "flavour-$flavour" "$res/flavour-$flavour.log"
 done
 
+# A variant's "# flavour:" line says which kernel it is built as; a normal
+# run boots the default ones, DEBUG=1 the debug ones. A mutation (a
+# "# must-fail:" line) re-introduces a bug on purpose: the tests it names
+# must fail on it, and its console log is evidence, not results.
 for v in "$dir"/variants/*.series; do
 	[ -f "$v" ] || continue
 	name=$(basename "$v" .series)
 	append=$(kit_header "$v" append)
-	echo "=== $lab: kernel variant $name ($append)"
-	KIT_TREE=variant-$name KIT_SERIES=$v APPEND="$append" FLAVOUR=default QUIET=1 \
-		"$KIT/vm/boot-lab.sh" "$lab" test "$dir/solution" "variant-$name" "$res/variant-$name.log"
-	python3 "$KIT/vm/transcripts.py" extract-as "$res/variant-$name.log" "$fresh" "variant-$name-"
+	vflavour=$(kit_header "$v" flavour)
+	[ "${vflavour:-default}" = "$main" ] || continue
+	must_fail=$(kit_header "$v" must-fail)
+	if [ -n "$must_fail" ]; then
+		echo "=== $lab: mutation $name, must fail: $must_fail"
+		log=$res/mutant-$name.console.log
+	else
+		echo "=== $lab: kernel variant $name ($append)"
+		log=$res/variant-$name.log
+	fi
+	KIT_TREE=variant-$name KIT_SERIES=$v APPEND="$append" FLAVOUR=$main QUIET=1 \
+		"$KIT/vm/boot-lab.sh" "$lab" test "$dir/solution" "variant-$name" "$log"
+	if [ -n "$must_fail" ]; then
+		read -ra must_fail <<<"$must_fail"	# PROGRAM TEST...
+		python3 "$KIT/vm/tap-summary.py" --must-fail "$log" "$res/mutant-$name.tap" "$name" "${must_fail[@]}"
+	else
+		python3 "$KIT/vm/transcripts.py" extract-as "$log" "$fresh" "variant-$name-"
+	fi
 done
 
 for g in "$dir"/gdb/*.gdb; do

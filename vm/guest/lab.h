@@ -12,8 +12,10 @@
 #endif
 #include <errno.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
@@ -44,16 +46,53 @@ static inline int sys_kcmp(pid_t pid1, pid_t pid2, int type,
 	return syscall(SYS_kcmp, pid1, pid2, type, idx1, idx2);
 }
 
-/* A child that does nothing until it is killed. Returns its pid or -1. */
+/*
+ * A child that does nothing until it is killed. Returns its pid or -1.
+ * It is also killed when the thread that forked it ends: a test that
+ * fails half-way leaves no sleeper behind (run-tests reports any that
+ * survive their test).
+ */
 static inline pid_t spawn_sleeper(void)
 {
+	pid_t parent = getpid();
 	pid_t pid = fork();
 
 	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)	/* the parent died before that */
+			_exit(0);
 		for (;;)
 			pause();
 	}
 	return pid;
+}
+
+/*
+ * Objects in use in slab cache @name (/sys/kernel/slab/<name>/objects,
+ * which counts only with SLUB_DEBUG, on in every lab kernel), or -1.
+ * Shrinking the cache first also empties KASAN's quarantine of it, where
+ * freed objects otherwise wait, still counted, before they are reused.
+ */
+static inline long lab_slab_objects(const char *name)
+{
+	char path[96];
+	long n = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/kernel/slab/%s/shrink", name);
+	f = fopen(path, "we");
+	if (f) {
+		fputs("1", f);
+		fclose(f);
+	}
+	snprintf(path, sizeof(path), "/sys/kernel/slab/%s/objects", name);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	if (fscanf(f, "%ld", &n) != 1 || n <= 0)
+		n = -1;
+	fclose(f);
+	return n;
 }
 
 /*

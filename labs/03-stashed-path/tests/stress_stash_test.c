@@ -41,35 +41,6 @@ struct counts {
 	long pids, dentry_objs, inode_objs;	/* slab objects, -1 if unknown */
 };
 
-/*
- * Objects in use in slab cache @name, or -1 where SLUB does not say.
- * Shrinking the cache first also empties KASAN's quarantine of it, where
- * freed objects otherwise wait, still counted, before they are reused.
- */
-static long slab_objects(const char *name)
-{
-	char path[96];
-	long n = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/sys/kernel/slab/%s/shrink", name);
-	f = fopen(path, "we");
-	if (f) {
-		fputs("1", f);
-		fclose(f);
-	}
-
-	snprintf(path, sizeof(path), "/sys/kernel/slab/%s/objects", name);
-	f = fopen(path, "re");
-	if (!f)
-		return -1;
-	/* Without SLUB_DEBUG the file is there but always says 0. */
-	if (fscanf(f, "%ld", &n) != 1 || n <= 0)
-		n = -1;
-	fclose(f);
-	return n;
-}
-
 static int read_counts(struct counts *c)
 {
 	FILE *f = fopen("/proc/sys/fs/dentry-state", "re");
@@ -86,9 +57,9 @@ static int read_counts(struct counts *c)
 	 * struct pid, dentries and inodes each have a slab cache; the debug
 	 * kernel turns cache merging off so that these counts are their own.
 	 */
-	c->pids = slab_objects("pid");
-	c->dentry_objs = slab_objects("dentry");
-	c->inode_objs = slab_objects("inode_cache");
+	c->pids = lab_slab_objects("pid");
+	c->dentry_objs = lab_slab_objects("dentry");
+	c->inode_objs = lab_slab_objects("inode_cache");
 	return 0;
 }
 

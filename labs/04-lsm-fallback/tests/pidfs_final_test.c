@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 #include <sys/xattr.h>
@@ -55,7 +56,9 @@ TEST_F(child, looks_like_anon_inode_to_lsof)
 	ASSERT_EQ(fstat(self->pidfd, &st), 0);
 	/* lsof: no file type plus "anon_inode" means an anonymous-inode file. */
 	EXPECT_EQ(st.st_mode & S_IFMT, 0);
-	EXPECT_EQ(st.st_mode & 07777, 0444);
+	/* Owner-only, and the owner is root, as on the anonymous inode. */
+	EXPECT_EQ(st.st_mode & 07777, 0700);
+	EXPECT_EQ(st.st_uid, 0);
 	/* stat() through the magic link reaches the same inode. */
 	ASSERT_EQ(stat(path, &st), 0);
 	EXPECT_EQ(st.st_mode & S_IFMT, 0);
@@ -91,6 +94,61 @@ TEST_F(child, selinux_does_not_see_pidfds)
 	/* A private inode gets no label at all. */
 	EXPECT_EQ(fgetxattr(self->pidfd, "security.selinux", label, sizeof(label)), -1);
 	EXPECT_EQ(errno, EOPNOTSUPP);
+}
+
+TEST(not_a_registered_filesystem)
+{
+	char line[128];
+	int listed = 0;
+	FILE *f;
+
+	f = fopen("/proc/filesystems", "re");
+	ASSERT_NE(f, NULL);
+	while (fgets(line, sizeof(line), f))
+		listed |= !!strstr(line, "pidfs");
+	fclose(f);
+	/* kern_mount()ed only, as upstream: no name to ask for. */
+	EXPECT_FALSE(listed);
+	EXPECT_EQ(syscall(SYS_fsopen, "pidfs", 0), -1);
+	EXPECT_EQ(errno, ENODEV);
+}
+
+/*
+ * Reopening a pidfd through /proc/self/fd/<n> makes a second file on the
+ * process that no pidfd call handed out. On the anonymous inode (0600,
+ * root's) and on upstream pidfs (0700, root's) only root can; a process
+ * that dropped to another user cannot, not even read-only.
+ */
+TEST(reopen_through_proc_needs_root)
+{
+	int fd = sys_pidfd_open(getpid(), 0), status, again;
+	char path[64];
+	pid_t pid;
+
+	ASSERT_GE(fd, 0);
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	again = open(path, O_RDONLY | O_CLOEXEC);
+	EXPECT_GE(again, 0);
+	close(again);
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		int mine, err;
+
+		if (setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534))
+			_exit(10);
+		mine = sys_pidfd_open(getpid(), 0);
+		if (mine < 0)
+			_exit(11);
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", mine);
+		err = open(path, O_RDONLY | O_CLOEXEC) < 0 ? errno : 0;
+		_exit(err == EACCES ? 0 : err ? 12 : 13);
+	}
+	ASSERT_EQ(waitpid(pid, &status, 0), pid);
+	ASSERT_TRUE(WIFEXITED(status));
+	/* 13: reopened as nobody; 12: failed, but not with EACCES. */
+	EXPECT_EQ(WEXITSTATUS(status), 0);
+	close(fd);
 }
 
 TEST_HARNESS_MAIN
