@@ -21,7 +21,7 @@ need-ref-deps = @vm/deps.sh check reference || vm/deps.sh install reference
 need-docs-deps = @vm/deps.sh check docs || vm/deps.sh install docs
 need-docs-check-deps = @vm/deps.sh check docs-check || vm/deps.sh install docs-check
 
-.PHONY: help deps lab test kernel check solution exercises gdb docs docs-check bench \
+.PHONY: help deps lab test kernel check solution exercises programs gdb sparse docs docs-check bench \
 	checkpatch shellcheck clean transcripts reference
 
 help:
@@ -30,6 +30,8 @@ help:
 	@echo "  make lab [LAB=NN]       build lab NN (default $(LAB)) and boot it: a shell in the VM"
 	@echo "                          GDB=1 opens a gdb stub on 127.0.0.1:GDB_PORT, WAIT=1 also halts at start"
 	@echo "  make check LAB=NN       run lab NN's tests against YOUR exercises (labs/NN-*/exercises)"
+	@echo "  make programs LAB=NN    rebuild your exercise programs and tests into the running make lab VM"
+	@echo "                          (it sees them at /lab/live at once; no reboot)"
 	@echo "  make solution LAB=NN    save your exercises to saved/, then put the reference solution in place"
 	@echo "  make exercises LAB=NN   (re)create missing exercise files; edited ones are never touched"
 	@echo "  make gdb LAB=NN         gdb on the lab's vmlinux, connected to a VM started with GDB=1"
@@ -45,6 +47,7 @@ help:
 	@echo "                          tests + parity table, checked against the book (UPDATE=1 rewrites it)"
 	@echo "  make transcripts LAB=NN take the VM output of the last make test into the book"
 	@echo "  make checkpatch         scripts/checkpatch.pl --strict on every patch"
+	@echo "  make sparse [LAB=NN]    sparse and W=1 on the files the series touches: nothing new vs. 6.1"
 	@echo "  make shellcheck         shellcheck on the kit's scripts"
 	@echo "  make deps               apt-get install the Debian packages the kit needs"
 	@echo "                          (make reference and make bench add linux-source-6.12)"
@@ -71,6 +74,12 @@ lab: exercises
 	$(need-deps)
 	@vm/boot-lab.sh $(lab) shell labs/$(lab)/exercises work
 
+# Into the running `make lab` VM, no reboot: it mounts build/labs/NN/live.
+programs: exercises
+	$(need-deps)
+	@vm/build-programs.sh $(lab) labs/$(lab)/exercises build/labs/$(lab)/live
+	@echo "  LIVE     build/labs/$(lab)/live -> /lab/live in the VM: run your program again there"
+
 check: exercises
 	$(need-deps)
 	@QUIET=1 vm/boot-lab.sh $(lab) test labs/$(lab)/exercises check build/labs/$(lab)/check.log || true
@@ -88,6 +97,11 @@ test:
 
 checkpatch:
 	@vm/checkpatch.sh
+
+# After `make kernel` of that lab (make test builds every one).
+sparse:
+	$(need-lab)
+	@vm/sparse-check.sh $(lab)
 
 shellcheck:
 	@shellcheck -x vm/*.sh vm/guest/init vm/guest/run-tests vm/guest/ref-run .ci/run \

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build what lab $1 needs and boot it.
 #
-#   boot-lab.sh LAB shell|test|run EXERCISE_DIR TAG [LOG]
+#   boot-lab.sh LAB shell|test|run|shell-check EXERCISE_DIR TAG [LOG]
 #
 # The kernel tree, the kernel (flavour $FLAVOUR, default "default", or
 # "debug" with DEBUG=1) and an initramfs named TAG made from the exercise
@@ -48,4 +48,18 @@ else
 	FLAVOUR=$flavour "$KIT/vm/build-initramfs.sh" "$lab" "$exdir" "$initrd"
 fi
 export LAB_NAME="$lab ($flavour kernel)"
-exec "$KIT/vm/run-vm.sh" "$mode" "$(lab_out "$lab" "$flavour")/arch/x86/boot/bzImage" "$initrd" "$log"
+kernel=$(lab_out "$lab" "$flavour")/arch/x86/boot/bzImage
+# shell-check: the same VM as `make lab`, driven at its prompt by a script
+# (Ctrl-C, Ctrl-Z, make programs, run-tests | tail); LOG is its TAP file.
+if [ "$mode" = shell-check ]; then
+	exec python3 "$KIT/vm/shell-check.py" "$lab" "$kernel" "$initrd" "$exdir" "$log"
+fi
+# An interactive VM shares the folder `make programs` builds into; it starts
+# empty, so the VM runs what its initramfs holds until the next make programs.
+if [ "$mode" = shell ]; then
+	export LIVE_DIR=${LIVE_DIR:-$(lab_build "$lab")/live}
+	rm -rf "$LIVE_DIR"
+	mkdir -p "$LIVE_DIR"
+	echo "Rebuild your programs into this VM from another terminal: make programs LAB=${lab%%-*}" >&2
+fi
+exec "$KIT/vm/run-vm.sh" "$mode" "$kernel" "$initrd" "$log"

@@ -9,8 +9,7 @@
 # gen_init_cpio are used instead of the lab kernel's.
 #
 # Contents: Debian's static busybox, vm/guest/*, the lab's exercises and
-# tests (static, against the lab kernel's headers), and the tree's own pidfd
-# selftests.
+# tests (vm/build-programs.sh), and the tree's own pidfd selftests.
 set -euo pipefail
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -20,7 +19,6 @@ exdir=$(cd "${2:?missing EXERCISE_DIR}" && pwd)
 cpio=$(realpath -m "${3:?missing OUTPUT}")
 src=${KIT_KSRC:-$(lab_src "$lab")}
 kout=${KIT_KOUT:-$(lab_out "$lab" "${FLAVOUR:-default}")}
-tests_lab=$(resolve_lab "${TESTS_LAB:-$lab}")
 hdr=$kout/usr/include
 [ -d "$hdr" ] || die "the $lab kernel is not built yet: run 'make kernel LAB=${lab%%-*}'"
 busybox=/bin/busybox  # busybox-static installs it here
@@ -29,22 +27,12 @@ busybox=/bin/busybox  # busybox-static installs it here
 stage=$cpio.d
 rm -rf "$stage"
 mkdir -p "$stage/bin" "$stage/tests" "$stage/selftests"
-cc=(gcc -static -O2 -g -Wall -pthread -isystem "$hdr" -I"$KIT/vm/guest" -I"$exdir")
 
-gcc -static -O2 -Wall -o "$stage/bin/vm-exit" "$KIT/vm/guest/vm-exit.c"
-
-# Each exercise is a program of its own; tests link all of them with
-# LAB_TEST defined, which leaves their main() out.
-mapfile -t exercises < <(find "$exdir" -maxdepth 1 -name '*.c' | sort)
-for c in "${exercises[@]}"; do
-	"${cc[@]}" -o "$stage/bin/$(basename "$c" .c)" "$c"
-	basename "$c" .c >>"$stage/demos"
+for helper in vm-exit sigdfl lab-run; do
+	gcc -static -O2 -Wall -o "$stage/bin/$helper" "$KIT/vm/guest/$helper.c"
 done
-for t in "$(lab_dir "$tests_lab")"/tests/*.c; do
-	[ -f "$t" ] || continue
-	"${cc[@]}" -DLAB_TEST -I"$src/tools/testing/selftests" \
-		-o "$stage/tests/$(basename "$t" .c)" "$t" "${exercises[@]}"
-done
+"$KIT/vm/build-programs.sh" "$lab" "$exdir" "$stage"
+rm -rf "$stage/.obj"
 
 # The tree's pidfd selftests, built by their own Makefile.
 make -s -C "$src/tools/testing/selftests/pidfd" OUTPUT="$stage/selftests" \

@@ -10,7 +10,8 @@
 #   0 passed, 1 failed, 2 no verdict (hang, panic, crash).
 #
 # Environment: ACCEL=kvm|tcg (default: vm/accel.sh decides), MEM (512M),
-# SMP (2), APPEND (extra kernel arguments), GDB=1 (gdb stub on
+# SMP (2), APPEND (extra kernel arguments), LIVE_DIR (shared at /lab/live),
+# GDB=1 (gdb stub on
 # 127.0.0.1:GDB_PORT, default 1234), WAIT=1 (also halt at the first
 # instruction until gdb continues), BOOT_TIMEOUT / TIMEOUT in seconds.
 set -euo pipefail
@@ -39,6 +40,15 @@ args=(qemu-system-x86_64 -nodefaults -no-reboot "${accel_args[@]}"
 	-kernel "$kernel" -initrd "$initrd"
 	-append "console=ttyS0 nokaslr panic=-1 loglevel=4 lab.mode=$mode ${APPEND:-}"
 	-device isa-debug-exit,iobase=0xf4,iosize=0x04)
+
+# LIVE_DIR: a host folder the guest mounts read-only at /lab/live (virtio-9p),
+# where `make programs` puts freshly built exercise programs and tests.
+if [ -n "${LIVE_DIR:-}" ]; then
+	mkdir -p "$LIVE_DIR"
+	# shellcheck disable=SC2054 # the commas belong to QEMU's option syntax
+	args+=(-fsdev "local,id=lablive,path=$LIVE_DIR,security_model=none,readonly=on"
+		-device virtio-9p-pci,fsdev=lablive,mount_tag=lablive)
+fi
 
 boot_timeout=${BOOT_TIMEOUT:-60}
 if [ "${GDB:-0}" = 1 ] || [ "${WAIT:-0}" = 1 ]; then
