@@ -7,12 +7,20 @@ One column per kernel, the first being the baseline (lab 01, anonymous
 inode). Each LOG is a VM console with "BENCH name median_ns=M runs_ns=a,b,..."
 lines from vm/guest/pidfd_bench.c; a kernel booted several times gives
 several logs, and its figure is the median of all runs of all boots. Other
-columns also show their ratio to the baseline ("x anon").
+columns also show their ratio to the baseline ("x anon"), and every figure
+its ratio to eventfd + close on its own kernel ("=N.Ne").
 """
 import statistics
 import sys
 
+# Every figure is also given as a multiple of this one on the same kernel
+# ("=N.Ne"): 6.1 and 6.12 differ in far more than pidfs, and an
+# eventfd is a file made and dropped without pidfs or a stash.
+BASELINE = 'eventfd_close'
+
 ORDER = [
+    ('eventfd_close', 'eventfd + close (same-kernel baseline)'),
+    ('nsfs_open_close', 'open /proc/self/ns/uts + close (nsfs)'),
     ('open_close', 'pidfd_open + close'),
     ('open_close_held', 'pidfd_open + close, 1 pidfd held'),
     ('open_fstat_close', 'pidfd_open + fstat + close'),
@@ -66,6 +74,8 @@ def main(argv):
             cell = human(med)
             if i and base.get(key):
                 cell += f'  x{med / statistics.median(base[key]):.2f}'
+            if key != BASELINE and data.get(BASELINE):
+                cell += f'  ={med / statistics.median(data[BASELINE]):.1f}e'
             row.append(cell)
         rows.append(row)
     w = [max(len(r[i]) for r in rows + [head]) for i in range(len(head))]
@@ -75,6 +85,7 @@ def main(argv):
         print('  '.join(f'{c:<{w[i]}}' if i == 0 else f'{c:>{w[i]}}'
                         for i, c in enumerate(r)).rstrip())
     nruns = {c[0]: len(c[1].get('open_close', [])) for c in cols}
+    print('=N.Ne = N.N times eventfd + close on the same kernel')
     print(f'x N = N times the {cols[0][0]} figure; runs per figure: '
           + ', '.join(f'{k} {v}' for k, v in nruns.items()))
     return 1 if missing else 0

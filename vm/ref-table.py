@@ -27,8 +27,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # A difference with other values than these is unexplained: when a lab
 # changes what its kernel does, this table has to be looked at again.
 KNOWN = {
-    ('st_mode_perm', '0444', '0700'):
-        'upstream inodes are S_IRWXU; the port keeps 0444 (lab 02)',
     # 6.9, Oleg Nesterov: "pidfd_poll: report POLLHUP when pid_task() == NULL"
     ('poll_reaped', 'POLLIN', 'POLLIN|POLLHUP'):
         'POLLHUP for a reaped task: 6.9, not part of the port',
@@ -48,8 +46,6 @@ KNOWN = {
 # failure as vm/tap-summary.py names it) -> why. kernel is 'port' or '6.12'.
 # Any other failure fails `make reference`.
 KNOWN_FAILURES = {
-    ('6.12', 'tests/pidfs_final_test: child.looks_like_anon_inode_to_lsof'):
-        "checks the port's 0444; 6.12's inodes are 0700",
 }
 
 # Config symbols of the labs' fragments that 6.12 does not have.
@@ -67,6 +63,11 @@ SAME_NOTES = {
     'selinux.avc_denials': 'S_PRIVATE inodes: the inode checks skip pidfds',
     'f_type': 'PID_FS_MAGIC, the port uses upstream\'s number',
     'name_to_handle_at': 'the kit config has no CONFIG_FHANDLE (pidfs handles: 6.13)',
+    'st_mode_perm': 'owner-only, as upstream (lab 04, 0003); labs 02-03 have 0444',
+    'pidfs_in_proc_filesystems': 'kern_mount() only, never registered (lab 03, 0007)',
+    'fsopen_pidfs': 'an unknown filesystem type to fsopen(), as any unregistered one',
+    'vfs_access_as_nobody': 'the VFS checks the inode\'s 0700: nothing for others',
+    'reopen_via_proc_fd_as_nobody': 'only root may reopen a pidfd, as on the anonymous inode',
 }
 
 LABELS = {
@@ -85,6 +86,10 @@ LABELS = {
     'poll': 'poll(): process running',
     'st_mode_type': 'st_mode type bits',
     'st_mode_perm': 'st_mode permission bits',
+    'pidfs_in_proc_filesystems': 'pidfs listed in /proc/filesystems',
+    'fsopen_pidfs': 'fsopen("pidfs")',
+    'vfs_access_as_nobody': 'access() through /proc/self/fd as nobody',
+    'reopen_via_proc_fd_as_nobody': 'reopen via /proc/self/fd/N as nobody',
     'fchmod': 'fchmod(pidfd, 0600)',
     'fchown': 'fchown(pidfd, 0, 0)',
     'read': 'read(pidfd)',

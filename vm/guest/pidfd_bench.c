@@ -23,6 +23,14 @@
  *   fork_pidfd_reap     fork, pidfd_open(child), _exit,
  *                       waitid(P_PIDFD), close: a pidfd per short-lived child
  *
+ *   eventfd_close       eventfd() + close: an anonymous-inode file made and
+ *                       dropped. Not a pidfd: the same-kernel baseline that
+ *                       the table divides the pidfd figures by, so that
+ *                       kernels are compared on pidfs, not on everything
+ *                       else that differs between 6.1 and 6.12
+ *   nsfs_open_close     open(/proc/self/ns/uts) + close: the other stashed
+ *                       dentry (nsfs; path_from_stashed() from lab 03 on)
+ *
  *   pidfd_bench [SCALE]  SCALE (default 1) multiplies every ITERS.
  */
 #define _GNU_SOURCE
@@ -31,6 +39,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -83,6 +93,28 @@ static void loop_open_close_held(long n)
 	while (n--)
 		open_close_once();
 	close(held);
+}
+
+static void loop_eventfd_close(long n)
+{
+	while (n--) {
+		int fd = eventfd(0, EFD_CLOEXEC);
+
+		if (fd < 0)
+			die("eventfd");
+		close(fd);
+	}
+}
+
+static void loop_nsfs_open_close(long n)
+{
+	while (n--) {
+		int fd = open("/proc/self/ns/uts", O_RDONLY | O_CLOEXEC);
+
+		if (fd < 0)
+			die("open /proc/self/ns/uts");
+		close(fd);
+	}
 }
 
 static void loop_open_fstat_close(long n)
@@ -186,6 +218,8 @@ int main(int argc, char **argv)
 	if (argc > 1)
 		scale = atol(argv[1]) > 0 ? atol(argv[1]) : 1;
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	bench("eventfd_close", loop_eventfd_close, 20000);
+	bench("nsfs_open_close", loop_nsfs_open_close, 20000);
 	bench("open_close", loop_open_close, 20000);
 	bench("open_close_held", loop_open_close_held, 20000);
 	bench("open_fstat_close", loop_open_fstat_close, 20000);

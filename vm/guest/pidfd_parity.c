@@ -226,6 +226,71 @@ static const char *poll_name(short ev)
 	return buf + 1;
 }
 
+/*
+ * What a process that dropped root to nobody (65534) gets from its own
+ * pidfd: the VFS's own permission check on the inode (access() through
+ * /proc/self/fd/<n>, which getattr() does not touch) as "rwx"/"-", and a
+ * read-only reopen through the same link, as "ok" or an errno name.
+ */
+static void as_nobody(void)
+{
+	char out[2][32] = { "?", "?" };
+	int pipefd[2], status;
+	pid_t pid;
+
+	if (pipe(pipefd) < 0)
+		return;
+	pid = fork();
+	if (pid == 0) {
+		char path[64], buf[64];
+		int fd, re;
+
+		close(pipefd[0]);
+		if (setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534))
+			_exit(1);
+		fd = sys_pidfd_open(getpid(), 0);
+		if (fd < 0)
+			_exit(1);
+		fd_path(path, sizeof(path), fd);
+		re = open(path, O_RDONLY | O_CLOEXEC);
+		snprintf(buf, sizeof(buf), "%c%c%c %s",
+			 access(path, R_OK) ? '-' : 'r', access(path, W_OK) ? '-' : 'w',
+			 access(path, X_OK) ? '-' : 'x',
+			 re < 0 ? strerrorname_np(errno) ?: "E?" : "ok");
+		write(pipefd[1], buf, strlen(buf));
+		_exit(0);
+	}
+	close(pipefd[1]);
+	if (pid > 0) {
+		char buf[64] = "";
+
+		if (read(pipefd[0], buf, sizeof(buf) - 1) > 0)
+			sscanf(buf, "%31s %31s", out[0], out[1]);
+		waitpid(pid, &status, 0);
+	}
+	close(pipefd[0]);
+	put("vfs_access_as_nobody", "%s", out[0]);
+	put("reopen_via_proc_fd_as_nobody", "%s", out[1]);
+}
+
+/* Whether pidfs can be named: /proc/filesystems, fsopen(). */
+static void registration(void)
+{
+	char line[128];
+	int listed = 0, fd;
+	FILE *f = fopen("/proc/filesystems", "re");
+
+	while (f && fgets(line, sizeof(line), f))
+		listed |= !strcmp(line, "nodev\tpidfs\n") || !strcmp(line, "nodev\tpidfdfs\n");
+	if (f)
+		fclose(f);
+	put("pidfs_in_proc_filesystems", "%s", yesno(listed));
+	fd = syscall(SYS_fsopen, "pidfs", 0);
+	put_ret("fsopen_pidfs", fd);
+	if (fd >= 0)
+		close(fd);
+}
+
 static short poll_now(int fd)
 {
 	struct pollfd p = { .fd = fd, .events = POLLIN };
@@ -471,6 +536,8 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	identity();
+	registration();
+	as_nobody();
 	polling();
 	operations();
 	threads();
