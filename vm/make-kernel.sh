@@ -52,6 +52,10 @@ if command -v ccache >/dev/null; then
 	# lab tree keeps the same shape, so with the base dir at $BUILD and the
 	# cwd left out of the hash, lab trees share each other's objects.
 	export CCACHE_BASEDIR=$BUILD CCACHE_NOHASHDIR=1
+	# Four labs, their skeletons and variants, the debug flavour and 6.12
+	# with DWARF: more than ccache's default 5 GB, which would evict the
+	# first lab's objects before `make test` gets back to them.
+	export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-20G}
 	cc="ccache gcc"
 fi
 

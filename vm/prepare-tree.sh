@@ -19,7 +19,9 @@ stamp=$(lab_root "$lab")/series.stamp
 # over the patched tree; the edits that count live in that folder.
 overlay=${KIT_TREE:+${KIT_KERNEL_SRC:-}}
 
-git_id=(-c user.name="pidfs workshop kit" -c user.email=kit@localhost.invalid)
+# No automatic gc: `git gc --auto` goes to the background after a git am,
+# inherits the tree lock (fd 9) and keeps every other run waiting on it.
+git_id=(-c user.name="pidfs workshop kit" -c user.email=kit@localhost.invalid -c gc.auto=0)
 
 extract_pristine() {
 	[ -f "$TARBALL" ] || die "$TARBALL is missing: install Debian's kernel source with 'make deps' (or: apt-get install linux-source-6.1)"
@@ -31,6 +33,7 @@ extract_pristine() {
 	note EXTRACT "$TARBALL (linux-source-6.1 $version)"
 	tar -xJf "$TARBALL" -C "$tmp" --strip-components=1
 	git -C "$tmp" init -q -b pristine
+	git -C "$tmp" config gc.auto 0
 	# Debian's top-level .gitignore ignores everything: add by force.
 	git -C "$tmp" add -A -f
 	git -C "$tmp" "${git_id[@]}" commit -q -m "Debian linux-source-6.1 $version, pristine"
