@@ -10,6 +10,18 @@ lab=$(resolve_lab "${1:?usage: gdb.sh LAB [GDB ARGS...]}")
 shift
 out=$(lab_out "$lab")
 port=${GDB_PORT:-1234}
+# The VM on this port says which kernel it booted (vm/run-vm.sh's run
+# record): `make lab` may run a tree of its own (your kernel exercises),
+# whose symbols are not where the lab's reference kernel has them.
+record=$BUILD/run/gdb-$port
+if [ -f "$record" ] && kill -0 "$(sed -n 's/^pid=//p' "$record")" 2>/dev/null; then
+	vmlinux=$(sed -n 's/^vmlinux=//p' "$record")
+	case $(sed -n 's/^lab=//p' "$record") in
+	"$lab"*) ;;
+	*) note GDB "the VM on port $port runs $(sed -n 's/^lab=//p' "$record"), not $lab: using its vmlinux" ;;
+	esac
+	out=$(dirname "$vmlinux")
+fi
 [ -f "$out/vmlinux" ] || die "no vmlinux for $lab: run 'make kernel LAB=${lab%%-*}' first"
 [ -f "$out/vmlinux-gdb.py" ] || die "$out/vmlinux-gdb.py is missing: the kernel was built without CONFIG_GDB_SCRIPTS"
 if ! port_listening "$port"; then

@@ -59,6 +59,19 @@ if [ "${GDB:-0}" = 1 ] || [ "${WAIT:-0}" = 1 ]; then
 	# Loopback only: '-s' would listen on every interface of a shared box.
 	args+=(-gdb "tcp:127.0.0.1:$port")
 	[ "${WAIT:-0}" = 1 ] && args+=(-S)
+	# The run record: which kernel this stub belongs to, for vm/gdb.sh to
+	# load exactly its vmlinux (an attendee's tree, a variant...), valid
+	# while this script runs.
+	record=$BUILD/run/gdb-$port
+	mkdir -p "$BUILD/run"
+	{
+		echo "pid=$$"
+		echo "lab=${LAB_NAME:-?}"
+		echo "bzImage=$(realpath "$kernel")"
+		echo "vmlinux=$(realpath -m "$(dirname "$kernel")/../../../vmlinux")"
+		echo "initrd=$(realpath "$initrd")"
+	} >"$record"
+	trap 'rm -f "$record"' EXIT
 	# A debugger holds the guest as long as it likes.
 	boot_timeout=${BOOT_TIMEOUT:-3600}
 	echo "gdb stub: 127.0.0.1:$port$([ "${WAIT:-0}" = 1 ] && echo ', CPU halted until gdb continues')" >&2
