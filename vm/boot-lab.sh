@@ -35,7 +35,9 @@ if [ -n "$fconf" ]; then
 fi
 
 if [ -d "$exdir/kernel" ] && [ "$exdir" != "$(lab_dir "$lab")/solution" ]; then
-	export KIT_TREE=$tag KIT_KERNEL_SRC=$exdir
+	# The tree is named after the tag, unless the caller names one
+	# (make check shares make lab's; a mutation the skeleton's).
+	export KIT_TREE=${KIT_TREE:-$tag} KIT_KERNEL_SRC=$exdir
 fi
 "$KIT/vm/prepare-tree.sh" "$lab"
 "$KIT/vm/build-kernel.sh" "$lab" "$flavour"

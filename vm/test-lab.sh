@@ -66,6 +66,24 @@ for f in "$dir"/flavours/*.config; do
 		"$(lab_dir "$tests")/solution" "flavour-$flavour" "$res/flavour-$flavour.log"
 done
 
+# The sources of mutation $1 (a variants/*.series) in $2: the solution's
+# programs, and its kernel files as the lab's patched tree has them with
+# the mutation's own patches (the series lines not in ../patches/) applied.
+make_mutant() {
+	local series=$1 out=$2 f p
+	rm -rf "$out"
+	mkdir -p "$out"
+	cp "$dir"/solution/*.[ch] "$out"/
+	(cd "$dir/solution/kernel" && find . -type f) | while read -r f; do
+		mkdir -p "$(dirname "$out/kernel/$f")"
+		cp "$(lab_src "$lab")/$f" "$out/kernel/$f"
+	done
+	grep -v -e '^#' -e '^$' -e '^\.\./patches/' "$series" | while read -r p; do
+		(cd "$out" && git apply --directory=kernel "$(dirname "$series")/$p") ||
+			die "${series#"$KIT"/}: $p must change only files of solution/kernel/"
+	done
+}
+
 # A variant's "# flavour:" line says which kernel it is built as; a normal
 # run boots the default ones, DEBUG=1 the debug ones. A mutation (a
 # "# must-fail:" line) re-introduces a bug on purpose: the tests it names
@@ -84,8 +102,17 @@ for v in "$dir"/variants/*.series; do
 		echo "=== $lab: kernel variant $name ($append)"
 		log=$res/variant-$name.log
 	fi
-	KIT_TREE=variant-$name KIT_SERIES=$v APPEND="$append" FLAVOUR=$main QUIET=1 \
-		"$KIT/vm/boot-lab.sh" "$lab" test "$dir/solution" "variant-$name" "$log"
+	if [ -n "$must_fail" ]; then
+		# A mutation only changes kernel exercise files: built as an
+		# overlay in the skeleton's tree, it costs an incremental build.
+		mut=$(lab_build "$lab")/mutant-src/$name
+		make_mutant "$v" "$mut"
+		KIT_TREE=skeleton APPEND="$append" FLAVOUR=$main QUIET=1 \
+			"$KIT/vm/boot-lab.sh" "$lab" test "$mut" "mutant-$name" "$log"
+	else
+		KIT_TREE=variant-$name KIT_SERIES=$v APPEND="$append" FLAVOUR=$main QUIET=1 \
+			"$KIT/vm/boot-lab.sh" "$lab" test "$dir/solution" "variant-$name" "$log"
+	fi
 	if [ -n "$must_fail" ]; then
 		read -ra must_fail <<<"$must_fail"	# PROGRAM TEST...
 		python3 "$KIT/vm/tap-summary.py" --must-fail "$log" "$res/mutant-$name.tap" "$name" "${must_fail[@]}"
