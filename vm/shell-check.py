@@ -81,6 +81,15 @@ class Vm:
         seen = self.expect(PROMPT, timeout)
         return None if seen is None else seen.decode(errors='replace')
 
+    def interrupt(self, line, key):
+        """Type @line, press @key after a moment; the output up to the
+        prompt, or None if the prompt does not come back."""
+        self.out = b''
+        self.send(line + '\r')
+        time.sleep(1.5)
+        self.send(key)
+        return self.expect(PROMPT, 10)
+
     def wait_exit(self, timeout):
         end = time.time() + timeout
         while time.time() < end:
@@ -137,27 +146,16 @@ def main(argv):
         if not check(booted, 'the VM shell shows its prompt'):
             raise StopIteration
 
-        vm.out = b''
-        vm.send('sleep 600\r')
-        time.sleep(1.5)
-        vm.send('\x03')
-        if not check(vm.expect(PROMPT, 10), 'Ctrl-C stops a foreground sleep 600'):
-            raise StopIteration     # the shell is stuck in that sleep
+        # Each step: a line typed, a key pressed while it runs, and the
+        # prompt back within seconds; without it the shell is stuck.
+        if not check(vm.interrupt('sleep 600', '\x03'), 'Ctrl-C stops a foreground sleep 600'):
+            raise StopIteration
         out = vm.command('echo status-$?', 10) or ''
         check('status-130' in out, 'the interrupted command ended by SIGINT (status 130)')
-
-        vm.out = b''
-        vm.send('sleep 600\r')
-        time.sleep(1.5)
-        vm.send('\x1a')
-        stopped = vm.expect(PROMPT, 10)
+        stopped = vm.interrupt('sleep 600', '\x1a')
         if not check(stopped and b'Stopped' in stopped, 'Ctrl-Z stops it and the prompt comes back'):
             raise StopIteration
-        vm.out = b''
-        vm.send('fg\r')
-        time.sleep(1.5)
-        vm.send('\x03')
-        if not check(vm.expect(PROMPT, 10), 'fg brings it back and Ctrl-C ends it'):
+        if not check(vm.interrupt('fg', '\x03'), 'fg brings it back and Ctrl-C ends it'):
             raise StopIteration
 
         prog = edit_program(src)
