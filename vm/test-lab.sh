@@ -78,10 +78,17 @@ make_mutant() {
 		mkdir -p "$(dirname "$out/kernel/$f")"
 		cp "$(lab_src "$lab")/$f" "$out/kernel/$f"
 	done
+	# Outside any repository, git apply is plain patch: inside the kit's
+	# own, it would skip every path outside its cwd without a word.
 	grep -v -e '^#' -e '^$' -e '^\.\./patches/' "$series" | while read -r p; do
-		(cd "$out" && git apply --directory=kernel "$(dirname "$series")/$p") ||
+		(cd "$out" && GIT_CEILING_DIRECTORIES=$(dirname "$out") \
+			git apply --directory=kernel "$(dirname "$series")/$p") ||
 			die "${series#"$KIT"/}: $p must change only files of solution/kernel/"
 	done
+	changed=$( (cd "$out/kernel" && find . -type f) | while read -r f; do
+		cmp -s "$(lab_src "$lab")/$f" "$out/kernel/$f" || echo "$f"
+	done)
+	[ -n "$changed" ] || die "${series#"$KIT"/} changed no kernel file: the mutation is not there"
 }
 
 # A variant's "# flavour:" line says which kernel it is built as; a normal
