@@ -26,8 +26,9 @@ warnings() {
 	local log=$2/sparse-w1.log
 	rm -f "${objs[@]/#/$2/}"
 	make -C "$1" O="$2" -s -j"$(nproc)" C=2 W=1 "${objs[@]}" >"$log" 2>&1 || true
-	sed -n 's|^\(\.\./\)*\([^:]*\):[0-9]*:[0-9]*: \(warning\|error\): |\2: \3: |p' "$log" |
-		sed "s|^${1//|/\\|}/||" | sort -u
+	# "file:line[:column]: warning: text" (kernel-doc has no column)
+	sed -En 's#^([^: ]+):[0-9]+(:[0-9]+)?: (warning|error): #\1: \3: #p' "$log" |
+		sed -e "s|^$1/||" -e 's|^\(\.\./\)*||' | sort -u
 }
 
 hold_lock "$out/.make-kernel.lock" "another run is building ${out#"$BUILD"/}"
