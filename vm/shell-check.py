@@ -118,7 +118,9 @@ def edit_program(exdir):
         m = re.search(r'^int main\([^)]*\)\n\{\n', text, re.M)
         if m:
             # Split so that the typed command line never contains MARK.
-            text = (text[:m.end()] + '\tputs("edited-" "in-place");\n'
+            # dprintf(): unbuffered, so a program that ends with _exit()
+            # or is cut off by head still shows it.
+            text = (text[:m.end()] + '\tdprintf(1, "edited-" "in-place\\n");\n'
                     + text[m.end():])
             open(path, 'w').write(text)
             return name[:-2]

@@ -27,6 +27,9 @@ TEST_F(child, pidfs_identity_stays)
 	int again = sys_pidfd_open(self->pid, 0), mine = sys_pidfd_open(getpid(), 0);
 	struct stat a, b, c;
 	struct statfs sfs;
+	char line[128];
+	int listed = 0;
+	FILE *f;
 
 	ASSERT_GE(again, 0);
 	ASSERT_GE(mine, 0);
@@ -36,6 +39,15 @@ TEST_F(child, pidfs_identity_stays)
 	ASSERT_EQ(fstat(self->pidfd, &a), 0);
 	ASSERT_EQ(fstat(again, &b), 0);
 	ASSERT_EQ(fstat(mine, &c), 0);
+	/* A filesystem of its own, only kern_mount()ed as upstream: no name. */
+	f = fopen("/proc/filesystems", "re");
+	ASSERT_NE(f, NULL);
+	while (fgets(line, sizeof(line), f))
+		listed |= !!strstr(line, "pidfs");
+	fclose(f);
+	EXPECT_FALSE(listed);
+	EXPECT_EQ(syscall(SYS_fsopen, "pidfs", 0), -1);
+	EXPECT_EQ(errno, ENODEV);
 	/* One inode per process, numbered above RESERVED_PIDS (300). */
 	EXPECT_EQ(a.st_ino, b.st_ino);
 	EXPECT_EQ(a.st_dev, b.st_dev);
@@ -94,23 +106,6 @@ TEST_F(child, selinux_does_not_see_pidfds)
 	/* A private inode gets no label at all. */
 	EXPECT_EQ(fgetxattr(self->pidfd, "security.selinux", label, sizeof(label)), -1);
 	EXPECT_EQ(errno, EOPNOTSUPP);
-}
-
-TEST(not_a_registered_filesystem)
-{
-	char line[128];
-	int listed = 0;
-	FILE *f;
-
-	f = fopen("/proc/filesystems", "re");
-	ASSERT_NE(f, NULL);
-	while (fgets(line, sizeof(line), f))
-		listed |= !!strstr(line, "pidfs");
-	fclose(f);
-	/* kern_mount()ed only, as upstream: no name to ask for. */
-	EXPECT_FALSE(listed);
-	EXPECT_EQ(syscall(SYS_fsopen, "pidfs", 0), -1);
-	EXPECT_EQ(errno, ENODEV);
 }
 
 /*
