@@ -104,26 +104,20 @@ for v in "$dir"/variants/*.series; do
 	must_fail=$(kit_header "$v" must-fail)
 	if [ -n "$must_fail" ]; then
 		echo "=== $lab: mutation $name, must fail: $must_fail"
-		log=$res/mutant-$name.console.log
-	else
-		echo "=== $lab: kernel variant $name ($append)"
-		log=$res/variant-$name.log
-	fi
-	if [ -n "$must_fail" ]; then
 		# A mutation only changes kernel exercise files: built as an
 		# overlay in the skeleton's tree, it costs an incremental build.
+		log=$res/mutant-$name.console.log
 		mut=$(lab_build "$lab")/mutant-src/$name
 		make_mutant "$v" "$mut"
 		KIT_TREE=skeleton APPEND="$append" FLAVOUR=$main QUIET=1 \
 			"$KIT/vm/boot-lab.sh" "$lab" test "$mut" "mutant-$name" "$log"
-	else
-		KIT_TREE=variant-$name KIT_SERIES=$v APPEND="$append" FLAVOUR=$main QUIET=1 \
-			"$KIT/vm/boot-lab.sh" "$lab" test "$dir/solution" "variant-$name" "$log"
-	fi
-	if [ -n "$must_fail" ]; then
 		read -ra must_fail <<<"$must_fail"	# PROGRAM TEST...
 		python3 "$KIT/vm/tap-summary.py" --must-fail "$log" "$res/mutant-$name.tap" "$name" "${must_fail[@]}"
 	else
+		echo "=== $lab: kernel variant $name ($append)"
+		log=$res/variant-$name.log
+		KIT_TREE=variant-$name KIT_SERIES=$v APPEND="$append" FLAVOUR=$main QUIET=1 \
+			"$KIT/vm/boot-lab.sh" "$lab" test "$dir/solution" "variant-$name" "$log"
 		python3 "$KIT/vm/transcripts.py" extract-as "$log" "$fresh" "variant-$name-"
 	fi
 done
