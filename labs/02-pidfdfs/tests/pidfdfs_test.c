@@ -354,8 +354,9 @@ TEST(no_struct_pid_leaks)
  * struct pid gets the same number): a lock held through one pidfd blocks
  * LOCK_NB through every other pidfd on the same inode. So in each round,
  * with every opener's pidfd still open, exactly one LOCK_EX | LOCK_NB may
- * succeed. Two successes mean two live inodes for one process: a lost
- * race that kept its own dentry, or a stash emptied under a live dentry.
+ * succeed, and a late open must find the same, locked, inode. Anything
+ * else means two live inodes for one process: a lost race that kept its
+ * own dentry, or a stash emptied under a live dentry.
  */
 #define FIRST_OPEN_THREADS	4
 #define FIRST_OPEN_ROUNDS	300
@@ -407,10 +408,21 @@ TEST(race_first_open_one_inode)
 	for (i = 0; i < FIRST_OPEN_THREADS; i++)
 		ASSERT_EQ(pthread_create(&threads[i], NULL, first_open_thread, &r), 0);
 	for (i = 0; i < FIRST_OPEN_ROUNDS; i++) {
+		int late, fd;
+
 		r.locked = 0;
 		pthread_barrier_wait(&r.go);
 		pthread_barrier_wait(&r.tried);
-		if (r.locked != 1) {
+		/*
+		 * A late opener, while the threads still hold theirs: it must
+		 * get the same inode, whose lock one of them holds. A stash
+		 * emptied by a loser's prune gives it a new one instead.
+		 */
+		fd = sys_pidfd_open(r.pid, 0);
+		late = fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0;
+		if (fd >= 0)
+			close(fd);
+		if (r.locked != 1 || late) {
 			split++;
 			if (first_split < 0)
 				first_split = i;
