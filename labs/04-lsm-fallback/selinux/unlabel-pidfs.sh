@@ -18,10 +18,11 @@
 set -eu
 
 # Filesystems mdp leaves out but the lab VM has: the initramfs (rootfs),
-# /proc/PID/ns/* (nsfs) and other internal or mountable ones. Names that are
-# not registered in the kernel are harmless.
+# /proc/PID/ns/* (nsfs), the host's share of `make programs` at /lab/live
+# (9p) and other internal or mountable ones. Names that are not registered
+# in the kernel are harmless.
 extra_fs="rootfs ramfs nsfs bdev anon_inodefs configfs securityfs bpf
-binfmt_misc autofs fusectl"
+binfmt_misc autofs fusectl 9p"
 
 # Classes base_t may NOT use on unlabeled_t.
 deny_classes="file"
