@@ -52,15 +52,24 @@ static inline int sys_kcmp(pid_t pid1, pid_t pid2, int type,
  * fails half-way leaves no sleeper behind (run-tests reports any that
  * survive their test).
  */
+/*
+ * In a child of @parent: be killed when @parent's thread ends, so that a
+ * test that fails half-way leaves nothing behind.
+ */
+static inline void die_with_parent(pid_t parent)
+{
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != parent)	/* the parent died before that */
+		_exit(0);
+}
+
 static inline pid_t spawn_sleeper(void)
 {
 	pid_t parent = getpid();
 	pid_t pid = fork();
 
 	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != parent)	/* the parent died before that */
-			_exit(0);
+		die_with_parent(parent);
 		for (;;)
 			pause();
 	}

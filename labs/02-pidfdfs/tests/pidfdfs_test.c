@@ -489,6 +489,7 @@ TEST(setns_through_pidfd)
 	pid = fork();
 	ASSERT_GE(pid, 0);
 	if (pid == 0) {
+		die_with_parent(getppid());
 		if (unshare(CLONE_NEWUTS) || sethostname("pidfdfs-child", 13))
 			_exit(1);
 		write(ready[1], "x", 1);

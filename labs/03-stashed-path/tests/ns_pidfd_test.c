@@ -53,6 +53,7 @@ FIXTURE_SETUP(nschild)
 	self->pid = fork();
 	ASSERT_GE(self->pid, 0);
 	if (self->pid == 0) {
+		die_with_parent(getppid());
 		close(ready[0]);
 		if (unshare(CLONE_NEWUSER | CLONE_NEWUTS) ||
 		    sethostname("lab03-child", 11))
