@@ -363,7 +363,7 @@ TEST(no_struct_pid_leaks)
 
 struct first_open {
 	pid_t pid;
-	pthread_barrier_t go, tried, closed;
+	pthread_barrier_t go, tried, probed, closed;
 	int locked;		/* LOCK_NB successes this round */
 	int errors;
 	pthread_mutex_t lock;
@@ -387,6 +387,8 @@ static void *first_open_thread(void *arg)
 		r->errors += err;
 		pthread_mutex_unlock(&r->lock);
 		pthread_barrier_wait(&r->tried);
+		/* Hold it while the main thread opens once more. */
+		pthread_barrier_wait(&r->probed);
 		if (fd >= 0)
 			close(fd);
 		pthread_barrier_wait(&r->closed);
@@ -404,6 +406,7 @@ TEST(race_first_open_one_inode)
 	ASSERT_GT(r.pid, 0);
 	pthread_barrier_init(&r.go, NULL, FIRST_OPEN_THREADS + 1);
 	pthread_barrier_init(&r.tried, NULL, FIRST_OPEN_THREADS + 1);
+	pthread_barrier_init(&r.probed, NULL, FIRST_OPEN_THREADS + 1);
 	pthread_barrier_init(&r.closed, NULL, FIRST_OPEN_THREADS + 1);
 	for (i = 0; i < FIRST_OPEN_THREADS; i++)
 		ASSERT_EQ(pthread_create(&threads[i], NULL, first_open_thread, &r), 0);
@@ -422,6 +425,7 @@ TEST(race_first_open_one_inode)
 		late = fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0;
 		if (fd >= 0)
 			close(fd);
+		pthread_barrier_wait(&r.probed);
 		if (r.locked != 1 || late) {
 			split++;
 			if (first_split < 0)
