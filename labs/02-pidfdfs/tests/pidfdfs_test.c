@@ -359,7 +359,7 @@ TEST(no_struct_pid_leaks)
  * own dentry, or a stash emptied under a live dentry.
  */
 #define FIRST_OPEN_THREADS	4
-#define FIRST_OPEN_ROUNDS	300
+#define FIRST_OPEN_ROUNDS	1500
 
 struct first_open {
 	pid_t pid;
