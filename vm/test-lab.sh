@@ -70,7 +70,7 @@ done
 # programs, and its kernel files as the lab's patched tree has them with
 # the mutation's own patches (the series lines not in ../patches/) applied.
 make_mutant() {
-	local series=$1 out=$2 f p
+	local series=$1 out=$2 f p changed
 	rm -rf "$out"
 	mkdir -p "$out"
 	cp "$dir"/solution/*.[ch] "$out"/
