@@ -87,6 +87,7 @@ list=$cpio.list
 		fi
 	done
 	echo "file /lab/bin/run-tests $KIT/vm/guest/run-tests 0755 0 0"
+	echo "file /lab/bin/kernel-truth $KIT/vm/guest/kernel-truth 0755 0 0"
 } >"$list"
 "$kout/usr/gen_init_cpio" "$list" >"$cpio"
 note INITRD "$cpio ($(du -h "$cpio" | cut -f1))"

@@ -4,7 +4,15 @@
 #
 # The script's "# guest: CMD" line names the program the VM runs. The VM
 # starts halted (WAIT=1) with its stub on a free loopback port, so no
-# breakpoint can be missed.
+# breakpoint can be missed. It boots the lab's solution, or with
+# GDB_EXERCISES=DIR GDB_TAG=TAG what boot-lab.sh builds from DIR (the
+# skeleton: a kernel tree of its own, as an attendee's `make lab` has).
+#
+# When gdb prints "GDB-VMLINUX <file>" and "GDB-STOPPED <symbol> <pc>" and
+# the guest "KERNEL-TRUTH version ..." and "KERNEL-TRUTH symbol <symbol>
+# <address>" (vm/gdb/running-kernel.gdb, vm/guest/kernel-truth), two more
+# checks: the vmlinux gdb loaded is the running kernel's, and gdb stopped
+# where the running kernel has the symbol.
 set -uo pipefail
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -23,7 +31,8 @@ if [ -z "$port" ]; then
 fi
 
 GDB=1 WAIT=1 GDB_PORT=$port QUIET=1 APPEND="lab.run=$guest" TIMEOUT=600 \
-	"$KIT/vm/boot-lab.sh" "$lab" run "$(lab_dir "$lab")/solution" solution "$log" &
+	"$KIT/vm/boot-lab.sh" "$lab" run "${GDB_EXERCISES:-$(lab_dir "$lab")/solution}" \
+	"${GDB_TAG:-solution}" "$log" &
 vm=$!
 for _ in $(seq 600); do
 	port_listening "$port" && break
@@ -56,6 +65,25 @@ vm_rc=$?
 	if [ $n -eq 0 ]; then
 		n=1
 		echo "not ok 1 gdb $(basename "$script"): printed no CHECK line (breakpoint never hit? see $gdblog)"
+	fi
+	vmlinux=$(sed -n 's/^GDB-VMLINUX //p' "$gdblog")
+	if [ -n "$vmlinux" ]; then
+		# The banner has the build's number and time: one per build.
+		truth=$(sed -n 's/^KERNEL-TRUTH version //p' "$log" | tr -d '\r')
+		n=$((n + 1))
+		if [ -n "$truth" ] && strings -a "$vmlinux" | grep -Fx -- "$truth" >/dev/null; then
+			echo "ok $n gdb $(basename "$script"): the vmlinux gdb loaded is the running kernel's ($vmlinux)"
+		else
+			echo "not ok $n gdb $(basename "$script"): gdb loaded $vmlinux, which is not the running kernel: '${truth:-?}'"
+		fi
+		read -r sym pc < <(sed -n 's/^GDB-STOPPED //p' "$gdblog")
+		addr=$(sed -n "s/^KERNEL-TRUTH symbol ${sym:-?} \([0-9a-f]*\).*/\1/p" "$log")
+		n=$((n + 1))
+		if [ -n "$addr" ] && [ $((16#${pc:-0})) -eq $((16#$addr)) ]; then
+			echo "ok $n gdb $(basename "$script"): it stopped at $sym where the running kernel has it (0x$pc)"
+		else
+			echo "not ok $n gdb $(basename "$script"): it stopped at 0x${pc:-?} for $sym; the running kernel has $sym at 0x${addr:-?}"
+		fi
 	fi
 	n=$((n + 1))
 	if [ $vm_rc -eq 0 ]; then

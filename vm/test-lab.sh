@@ -14,7 +14,9 @@
 #                       the kernel arguments of its "# append: ..." line
 #  mutant-*.tap         each mutation (a variant with "# must-fail: PROGRAM
 #                       TEST..."): the named tests fail on it, as they must
-#  gdb-*.tap            each instructor gdb script, run in batch mode
+#  gdb-*.tap            each instructor gdb script, run in batch mode, and
+#                       gdb-running-kernel.tap: make gdb loads the vmlinux of
+#                       the VM that runs (the skeleton's own kernel tree)
 #  transcripts.tap      the book's VM output still matches this run
 set -uo pipefail
 # shellcheck source=lib.sh
@@ -54,6 +56,11 @@ if [ "$main" = default ]; then
 	echo "=== $lab: the VM shell on a terminal (skeleton)"
 	REUSE_INITRD=1 FLAVOUR=default "$KIT/vm/boot-lab.sh" "$lab" shell-check "$skel" skeleton \
 		"$res/shell.tap" || true
+	# The instructor's `make lab GDB=1` + `make gdb` on such a tree: gdb
+	# must load that tree's vmlinux, not the lab's reference one.
+	echo "=== $lab: make gdb on the skeleton's running kernel"
+	REUSE_INITRD=1 FLAVOUR=default GDB_EXERCISES=$skel GDB_TAG=skeleton \
+		"$KIT/vm/gdb-check.sh" "$lab" "$KIT/vm/gdb/running-kernel.gdb" "$res/gdb-running-kernel.tap"
 fi
 
 for f in "$dir"/flavours/*.config; do
