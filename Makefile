@@ -22,7 +22,7 @@ need-docs-deps = @vm/deps.sh check docs || vm/deps.sh install docs
 need-docs-check-deps = @vm/deps.sh check docs-check || vm/deps.sh install docs-check
 
 .PHONY: help deps lab test kernel check solution exercises programs gdb sparse docs docs-check bench \
-	checkpatch shellcheck clean transcripts reference
+	checkpatch shellcheck clean transcripts reference selftest
 
 help:
 	@echo "pidfs workshop kit: labs $(LABS)"
@@ -46,6 +46,7 @@ help:
 	@echo "  make reference          the last lab side by side with Debian's linux-source-6.12:"
 	@echo "                          tests + parity table, checked against the book (UPDATE=1 rewrites it)"
 	@echo "  make transcripts LAB=NN take the VM output of the last make test into the book"
+	@echo "  make selftest           the harness's own parsers on made-up input (seconds, no VM)"
 	@echo "  make checkpatch         scripts/checkpatch.pl --strict on every patch"
 	@echo "  make sparse [LAB=NN]    sparse and W=1 on the files the series touches: nothing new vs. 6.1"
 	@echo "  make shellcheck         shellcheck on the kit's scripts"
@@ -96,6 +97,12 @@ test:
 	$(need-lab)
 	$(need-deps)
 	@vm/test-labs.sh $(if $(filter command line,$(origin LAB)),$(lab))
+
+# The TAP counts, exercise rendering, transcript masking, build progress
+# and run records: what make test believes, checked on known answers.
+selftest:
+	@python3 vm/selftest.py
+	@python3 vm/transcripts.py selftest >/dev/null
 
 checkpatch:
 	@vm/checkpatch.sh

@@ -13,12 +13,11 @@ port=${GDB_PORT:-1234}
 # The VM on this port says which kernel it booted (vm/run-vm.sh's run
 # record): `make lab` may run a tree of its own (your kernel exercises),
 # whose symbols are not where the lab's reference kernel has them.
-record=$BUILD/run/gdb-$port
-if [ -f "$record" ] && kill -0 "$(sed -n 's/^pid=//p' "$record")" 2>/dev/null; then
-	vmlinux=$(sed -n 's/^vmlinux=//p' "$record")
-	case $(sed -n 's/^lab=//p' "$record") in
+if vmlinux=$(run_record "$port" vmlinux); then
+	running=$(run_record "$port" lab)
+	case $running in
 	"$lab"*) ;;
-	*) note GDB "the VM on port $port runs $(sed -n 's/^lab=//p' "$record"), not $lab: using its vmlinux" ;;
+	*) note GDB "the VM on port $port runs $running, not $lab: using its vmlinux" ;;
 	esac
 	out=$(dirname "$vmlinux")
 fi

@@ -64,6 +64,17 @@ hold_lock() {
 	fi
 }
 
+# Field $2 of the run record of the VM whose gdb stub is on port $1
+# (vm/run-vm.sh writes $BUILD/run/gdb-PORT while that VM runs): lab,
+# bzImage, vmlinux, initrd, pid. Empty, status 1, when no VM runs there.
+run_record() {
+	local record=$BUILD/run/gdb-$1 pid
+	[ -f "$record" ] || return 1
+	pid=$(sed -n 's/^pid=//p' "$record")
+	[ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 1
+	sed -n "s/^$2=//p" "$record"
+}
+
 lab_dir() { echo "$KIT/labs/$1"; }
 lab_build() { echo "$BUILD/labs/$1"; }
 # A lab has its reference kernel tree, and with KIT_TREE=name another one

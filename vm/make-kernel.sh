@@ -59,11 +59,17 @@ if command -v ccache >/dev/null; then
 	cc="ccache gcc"
 fi
 
+# How many objects a whole build of this out dir makes (the last build's
+# count, else another kernel's): the progress line's "of about".
+total=$(cat "$out/objects.count" 2>/dev/null ||
+	cat "$BUILD"/labs/*/out/default/objects.count 2>/dev/null | sort -n | tail -n1 || true)
 note BUILD "${out#"$BUILD"/} with $(nproc) jobs"
 start=$(date +%s)
-make -C "$src" O="$out" -s -j"$(nproc)" CC="$cc" \
+make -C "$src" O="$out" -j"$(nproc)" CC="$cc" \
 	KBUILD_BUILD_USER=kit KBUILD_BUILD_HOST=pidfs-workshop \
-	bzImage scripts_gdb headers
+	bzImage scripts_gdb headers 2>&1 | "$KIT/vm/build-progress.awk" -v total="${total:-0}" \
+	-v tty="$([ -t 1 ] && echo 1 || echo 0)" -v start="$start"
+find "$out" -name '*.o' ! -name '*.mod.o' | wc -l >"$out/objects.count"
 note TIME "$(($(date +%s) - start)) s"
 echo "bzImage: $out/arch/x86/boot/bzImage"
 echo "vmlinux: $out/vmlinux"

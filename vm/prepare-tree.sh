@@ -23,20 +23,34 @@ overlay=${KIT_TREE:+${KIT_KERNEL_SRC:-}}
 # inherits the tree lock (fd 9) and keeps every other run waiting on it.
 git_id=(-c user.name="pidfs workshop kit" -c user.email=kit@localhost.invalid -c gc.auto=0)
 
+installed_version() {
+	dpkg-query -W -f '${Version}' linux-source-6.1 2>/dev/null || echo unknown
+}
+
+# The tarball, unpacked and committed: into a new repository the first
+# time, as a new commit on branch pristine when Debian ships a newer 6.1.y.
+# A checkout then rewrites only the files that changed, so Kbuild rebuilds
+# only what they touch.
 extract_pristine() {
 	[ -f "$TARBALL" ] || die "$TARBALL is missing: install Debian's kernel source with 'make deps' (or: apt-get install linux-source-6.1)"
 	local version tmp
-	version=$(dpkg-query -W -f '${Version}' linux-source-6.1 2>/dev/null || echo unknown)
+	version=$(installed_version)
 	tmp=$BUILD/linux.partial
 	rm -rf "$tmp"
 	mkdir -p "$tmp"
 	note EXTRACT "$TARBALL (linux-source-6.1 $version)"
 	tar -xJf "$TARBALL" -C "$tmp" --strip-components=1
-	git -C "$tmp" init -q -b pristine
-	git -C "$tmp" config gc.auto 0
+	if [ -d "$PRISTINE/.git" ]; then
+		mv "$PRISTINE/.git" "$tmp/.git"
+		rm -rf "$PRISTINE"
+	else
+		git -C "$tmp" init -q -b pristine
+		git -C "$tmp" config gc.auto 0
+	fi
+	git -C "$tmp" symbolic-ref HEAD refs/heads/pristine
 	# Debian's top-level .gitignore ignores everything: add by force.
 	git -C "$tmp" add -A -f
-	git -C "$tmp" "${git_id[@]}" commit -q -m "Debian linux-source-6.1 $version, pristine"
+	git -C "$tmp" "${git_id[@]}" commit -q --allow-empty -m "Debian linux-source-6.1 $version, pristine"
 	echo "$version" >"$tmp/.git/kit-source-version"
 	mv "$tmp" "$PRISTINE"
 }
@@ -64,11 +78,29 @@ series_files() {
 
 # Every tree is a worktree of one repository: one run at a time.
 hold_lock "$BUILD/.prepare-tree.lock" "another run is preparing a kernel tree"
-[ -d "$PRISTINE/.git" ] || extract_pristine
+if [ ! -d "$PRISTINE/.git" ]; then
+	extract_pristine
+else
+	# Debian ships 6.1.y updates of linux-source-6.1 every few weeks.
+	have=$(cat "$PRISTINE/.git/kit-source-version")
+	now=$(installed_version)
+	if [ "$now" != unknown ] && [ "$now" != "$have" ]; then
+		if [ "${KEEP_SOURCE:-0}" = 1 ]; then
+			note SOURCE "linux-source-6.1 $now is installed; KEEP_SOURCE=1 keeps $have"
+		else
+			note SOURCE "linux-source-6.1 changed: $have was extracted, $now is installed"
+			note SOURCE "moving every lab tree to $now (your exercises stay; KEEP_SOURCE=1 keeps $have)"
+			extract_pristine
+		fi
+	fi
+fi
 note SOURCE "linux-source-6.1 $(cat "$PRISTINE/.git/kit-source-version")"
 
 mapfile -t patches < <(series_files)
-want=$( { echo "$lab"; cat "${patches[@]}" /dev/null; } | sha256sum | cut -c1-16)
+# The source version is part of the stamp: a tree made on an older 6.1.y
+# is made again, on the new one.
+want=$( { echo "$lab"; git -C "$PRISTINE" rev-parse pristine; cat "${patches[@]}" /dev/null; } |
+	sha256sum | cut -c1-16)
 
 lay_over() {
 	[ -n "$overlay" ] && [ -d "$overlay/kernel" ] || return 0
