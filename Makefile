@@ -21,7 +21,7 @@ need-ref-deps = @vm/deps.sh check reference || vm/deps.sh install reference
 need-docs-deps = @vm/deps.sh check docs || vm/deps.sh install docs
 need-docs-check-deps = @vm/deps.sh check docs-check || vm/deps.sh install docs-check
 
-.PHONY: help deps lab test kernel check solution exercises programs gdb sparse docs docs-check bench \
+.PHONY: help deps ahead lab test kernel check solution exercises programs gdb sparse docs docs-check bench \
 	checkpatch shellcheck clean transcripts reference selftest
 
 help:
@@ -29,6 +29,8 @@ help:
 	@echo
 	@echo "  make lab [LAB=NN]       build lab NN (default $(LAB)) and boot it: a shell in the VM"
 	@echo "                          GDB=1 opens a gdb stub on 127.0.0.1:GDB_PORT, WAIT=1 also halts at start"
+	@echo "  make ahead              build every lab's kernel now (before the workshop): each"
+	@echo "                          later make lab LAB=NN only boots"
 	@echo "  make check LAB=NN       run lab NN's tests against YOUR exercises (labs/NN-*/exercises)"
 	@echo "  make programs LAB=NN    rebuild your exercise programs and tests into the running make lab VM"
 	@echo "                          (it sees them at /lab/live at once; no reboot)"
@@ -40,8 +42,10 @@ help:
 	@echo "  make docs               the Sphinx book -> docs/_build/html/index.html"
 	@echo "  make docs-check         the book in headless chromium: no clipped table, every"
 	@echo "                          diagram drawn; screenshots in docs/_build/check/"
-	@echo "  make bench              build, boot and test timings, then pidfd microbenchmarks on"
-	@echo "                          lab 01, the last lab and 6.12 (ONLY=harness|micro, ROUNDS=N,"
+	@echo "  make bench              build and boot timings, pidfd microbenchmarks on lab 01, the"
+	@echo "                          last lab and 6.12, then the goals: fresh clones, empty ccache,"
+	@echo "                          make lab/ahead/check and .ci/run (over an hour; ONLY=harness|"
+	@echo "                          micro|goals, ROUNDS=N,"
 	@echo "                          UPDATE=1 copies the output to docs/transcripts/reference/)"
 	@echo "  make reference          the last lab side by side with Debian's linux-source-6.12:"
 	@echo "                          tests + parity table, checked against the book (UPDATE=1 rewrites it)"
@@ -56,6 +60,10 @@ help:
 
 deps:
 	@vm/deps.sh install
+
+ahead:
+	$(need-deps)
+	@vm/build-ahead.sh
 
 kernel:
 	$(need-lab)

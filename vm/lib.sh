@@ -88,16 +88,40 @@ lab_out() { echo "$(lab_root "$1")/out/${2:-default}"; }
 
 # The config fragments of lab $2's kernel built from tree $1, one per line,
 # in merge order: the tree's tiny-base, vm/config/base.config, and the
-# kernel.config of every lab up to $2.
+# kernel.config of every lab, in every lab: one configuration (the union
+# the last lab needs), so that a tree started from another lab's
+# (vm/seed-tree.py) and ccache's objects carry over. A lab's symbol that an
+# earlier or later tree's Kconfig lacks (lab 02's CONFIG_FS_PIDFD) is left
+# out there by make-kernel.sh. $2 is kept for a lab that someday needs a
+# fragment of its own.
 lab_fragments() {
 	local l
 	echo "$1/kernel/configs/tiny-base.config"
 	echo "$KIT/vm/config/base.config"
-	for l in $(labs_upto "$2"); do
+	for l in $(all_labs); do
 		if [ -f "$(lab_dir "$l")/kernel.config" ]; then
 			echo "$(lab_dir "$l")/kernel.config"
 		fi
 	done
+}
+
+# The tree a new tree of lab $1 starts from (vm/seed-tree.py): a lab's own
+# tree for an attendee's, skeleton or variant tree (KIT_TREE set); the
+# previous lab's for a lab's own. Empty when that tree is not there.
+lab_seed_root() {
+	local root prev='' l
+	if [ -n "${KIT_TREE:-}" ]; then
+		root=$BUILD/labs/$1
+	else
+		for l in $(all_labs); do
+			[ "$l" = "$1" ] && break
+			prev=$l
+		done
+		[ -n "$prev" ] || return 0
+		root=$BUILD/labs/$prev
+	fi
+	[ -d "$root/src" ] && [ -f "$root/series.stamp" ] && echo "$root"
+	return 0
 }
 
 # The config file of kernel flavour $2 of lab $1, merged last: nothing for

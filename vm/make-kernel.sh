@@ -22,7 +22,11 @@ frags=("$@")
 export ARCH=x86_64
 
 hold_lock "$out/.make-kernel.lock" "another run is building ${out#"$BUILD"/}"
-want=$(cat "${frags[@]}" | sha256sum | cut -c1-16)
+# The fragments, and the Kconfig files they are read against: a tree
+# started from another lab's (vm/seed-tree.py) has that lab's .config,
+# which may name a symbol this tree no longer has.
+want=$( { cat "${frags[@]}"; git -C "$src" ls-files -s -- '*Kconfig*' 2>/dev/null; } |
+	sha256sum | cut -c1-16)
 if [ "$(cat "$out/config.stamp" 2>/dev/null)" != "$want" ] || [ ! -f "$out/.config" ] ||
 	[ ! -f "$out/kconfig-ignored" ]; then
 	note CONFIG "${frags[*]#"$KIT"/}"
@@ -59,17 +63,32 @@ if command -v ccache >/dev/null; then
 	cc="ccache gcc"
 fi
 
+# Nothing to do when no file of the tree is newer than the start of the
+# last good build (an edit, a laid-over exercise, a re-applied patch all
+# are): Kbuild would take ten seconds or more to say so.
+if [ -f "$out/build.stamp" ] && [ -f "$out/vmlinux" ] && [ -f "$out/arch/x86/boot/bzImage" ] &&
+	[ "$(cat "$out/config.stamp")" = "$want" ] && [ "$out/build.stamp" -nt "$out/.config" ] &&
+	[ -z "$(find "$src" -path "$src/.git" -prune -o -newer "$out/build.stamp" -print -quit)" ]; then
+	note KERNEL "${out#"$BUILD"/} is up to date (no file changed since its last build)"
+	echo "bzImage: $out/arch/x86/boot/bzImage"
+	echo "vmlinux: $out/vmlinux"
+	exit 0
+fi
+
 # How many objects a whole build of this out dir makes (the last build's
 # count, else another kernel's): the progress line's "of about".
 total=$(cat "$out/objects.count" 2>/dev/null ||
 	cat "$BUILD"/labs/*/out/default/objects.count 2>/dev/null | sort -n | tail -n1 || true)
 note BUILD "${out#"$BUILD"/} with $(nproc) jobs"
 start=$(date +%s)
+rm -f "$out/build.stamp"
+touch "$out/build.stamp.new"
 make -C "$src" O="$out" -j"$(nproc)" CC="$cc" \
 	KBUILD_BUILD_USER=kit KBUILD_BUILD_HOST=pidfs-workshop \
 	bzImage scripts_gdb headers 2>&1 | "$KIT/vm/build-progress.awk" -v total="${total:-0}" \
 	-v tty="$([ -t 1 ] && echo 1 || echo 0)" -v start="$start"
 find "$out" -name '*.o' ! -name '*.mod.o' | wc -l >"$out/objects.count"
+mv "$out/build.stamp.new" "$out/build.stamp"
 note TIME "$(($(date +%s) - start)) s"
 echo "bzImage: $out/arch/x86/boot/bzImage"
 echo "vmlinux: $out/vmlinux"
