@@ -1,10 +1,8 @@
 #!/usr/bin/env bash
 # `make bench`: the kit's figures, measured on this machine, in three parts.
 #
-# harness: a cold kernel build of lab 01 with ccache off (and the share of
-#   it that the make programs 9p folder costs), and the boot to userspace
-#   under the accelerator the kit picks, median of 5. In a throw-away tree
-#   (build/labs/01-x/trees/bench): the labs' own kernels are not touched.
+# harness: the boot to userspace under the accelerator the kit picks,
+#   median of 5.
 #
 # micro: the pidfd microbenchmarks (vm/guest/pidfd_bench.c) on three
 #   kernels: lab 01 (anonymous inode), the last lab (the 6.1 pidfs port)
@@ -15,10 +13,12 @@
 #
 # goals: the attendee's and CI's waits against their goals (issue 11), on
 #   fresh clones of the kit's last commit with empty ccaches of their own:
-#   first make lab, make ahead, a lab switch after it, an edit of a kernel
-#   exercise, make check after make lab, then all of .ci/run (make test
-#   with an empty ccache, the debug run, disk used). Over an hour on two
-#   cores; the machine's own ccache and build/labs stay as they are.
+#   first make lab, then (ccache off) the 9p folder's share of a build and
+#   how a build scales with cores, make ahead, a lab switch after it, an
+#   edit of a kernel exercise, make check after make lab, then all of
+#   .ci/run (make test with an empty ccache, the debug run, disk used).
+#   Over an hour on two cores; the machine's own ccache and build/labs
+#   stay as they are.
 #
 # ONLY=harness|micro|goals runs one part. The whole output goes to
 # build/bench/bench.txt; UPDATE=1 also copies it to
@@ -67,13 +67,38 @@ goal() {
 	printf '  %-44s %7s   (goal <= %s) %s\n' "$1" "$2" "$3" "$4" >&2
 }
 
+# In the built out dir $2 of tree $1, ccache off: what the make programs
+# 9p folder costs every build (the objects PCI, virtio and 9p add), and
+# how a build scales with cores (fs/ with 1 job and with all of them;
+# Amdahl's law on the two gives the parallel fraction, from which make
+# ahead's time on other core counts is estimated).
+scaling() {
+	local src=$1 out=$2 n t t1 tn
+	n=$(nproc)
+	kbuild() { secs env CCACHE_DISABLE=1 make -C "$src" O="$out" -s ARCH=x86_64 CC="ccache gcc" "$@"; }
+	(cd "$out" && rm -f drivers/pci/*.o drivers/pci/*/*.o drivers/virtio/*.o net/9p/*.o fs/9p/*.o)
+	t=$(kbuild -j"$n" drivers/pci/ drivers/virtio/ net/9p/ fs/9p/)
+	row "the 9p share of a build (PCI, virtio, 9p)" "${t} s" "make programs' folder, ccache off" >&2
+	(cd "$out" && rm -f fs/*.o fs/*/*.o)
+	t1=$(kbuild -j1 fs/)
+	(cd "$out" && rm -f fs/*.o fs/*/*.o)
+	tn=$(kbuild -j"$n" fs/)
+	rm -f "$outdir/parallel-fraction"
+	if [ "$n" -gt 1 ] && [ "$t1" -gt 0 ]; then
+		python3 -c "t1, tn, n = $t1, $tn, $n; print(round(max(0.0, min(1.0, (1 - tn / t1) / (1 - 1 / n))), 2))" \
+			>"$outdir/parallel-fraction"
+		row "fs/ with 1 job, with $n" "$t1 s, $tn s" "parallel fraction $(cat "$outdir/parallel-fraction") (Amdahl)" >&2
+	fi
+	echo "the 9p share of a build: $t s, ccache off; fs/ with 1 job $t1 s, with $n $tn s" >>"$outdir/goals.notes"
+}
+
 # The attendee's and CI's figures, as on a fresh machine: a clone of the
 # kit's last commit with its own build/ and an empty ccache of its own
 # (the machine's cache is left alone), then a second clone and empty cache
 # for .ci/run. Logs: build/bench/goals-*.log.
 goals() {
 	local clone=$outdir/clone ci=$outdir/ci-clone t s log=$outdir/goals.log
-	rm -rf "$clone" "$ci" "$outdir/ccache" "$outdir/ccache-ci" "$outdir/goals.rows" "$outdir/ahead-cores"
+	rm -rf "$clone" "$ci" "$outdir/ccache" "$outdir/ccache-ci" "$outdir/goals.rows" "$outdir/ahead-cores" "$outdir/goals.notes"
 	git clone -q "$KIT" "$clone"
 	: >"$log"
 	echo "goals: a fresh clone of $(git -C "$KIT" rev-parse --short HEAD), empty ccache ($outdir/ccache)" >&2
@@ -86,6 +111,7 @@ goals() {
 		run python3 vm/exercises.py sync "labs/$first" "build/labs/$first/exercise-state"
 		run vm/boot-lab.sh "$first" probe "labs/$first/exercises" work
 		goal "first make lab ($first): extract, build, boot" $((SECONDS - s)) 240 "empty ccache, $(nproc) jobs"
+		scaling "$clone/build/labs/$first/src" "$clone/build/labs/$first/out/default"
 		s=$SECONDS
 		run vm/build-ahead.sh
 		t=$((SECONDS - s))
@@ -139,43 +165,15 @@ goals() {
 	echo "Goals (issue 11), one run, $(nproc) cores, $accel; times in seconds:"
 	printf '  %-44s %7s   %-9s %-7s %s\n' figure measured goal verdict note
 	cat "$outdir/goals.rows"
+	cat "$outdir/goals.notes"
 	if [ -f "$outdir/ahead-cores" ]; then
-		echo "make ahead, estimated from the job scaling above: $(cat "$outdir/ahead-cores")"
+		echo "make ahead, estimated from that job scaling: $(cat "$outdir/ahead-cores")"
 	fi
 	rm -rf "$clone" "$ci"
 }
 
 harness() {
-	local out t s boots median tree=bench
-	# The kit's own numbers on this machine, in a throw-away tree
-	# (KIT_TREE=bench): the labs' own trees and kernels stay as they are.
-	KIT_TREE=$tree "$KIT/vm/prepare-tree.sh" "$first" >/dev/null
-	out=$(KIT_TREE=$tree lab_out "$first")
-	rm -rf "$out"
-	t=$(secs env KIT_TREE=$tree KIT_NO_SEED=1 CCACHE_DISABLE=1 "$KIT/vm/build-kernel.sh" "$first")
-	row "cold kernel build ($first)" "${t} s" "ccache off, $(nproc) jobs"
-	# What the make programs share costs every kernel: the objects that
-	# PCI, virtio and 9p add, compiled again from nothing.
-	(cd "$out" && rm -f drivers/pci/*.o drivers/pci/*/*.o drivers/virtio/*.o net/9p/*.o fs/9p/*.o)
-	t=$(secs env CCACHE_DISABLE=1 make -C "$(KIT_TREE=$tree lab_src "$first")" O="$out" -s ARCH=x86_64 CC="ccache gcc" \
-		-j"$(nproc)" drivers/pci/ drivers/virtio/ net/9p/ fs/9p/)
-	row "  of which the 9p share (PCI, virtio, 9p)" "${t} s" "make programs' cost in every build, ccache off"
-	# How a build scales with cores: fs/ compiled again with 1 job and with
-	# all of them, ccache off. Amdahl's law on the two gives the parallel
-	# fraction, from which the goals part estimates other core counts.
-	local n t1 tn
-	n=$(nproc)
-	(cd "$out" && rm -f fs/*.o fs/*/*.o)
-	t1=$(secs env CCACHE_DISABLE=1 make -C "$(KIT_TREE=$tree lab_src "$first")" O="$out" -s ARCH=x86_64 CC="ccache gcc" -j1 fs/)
-	(cd "$out" && rm -f fs/*.o fs/*/*.o)
-	tn=$(secs env CCACHE_DISABLE=1 make -C "$(KIT_TREE=$tree lab_src "$first")" O="$out" -s ARCH=x86_64 CC="ccache gcc" -j"$n" fs/)
-	if [ "$n" -gt 1 ] && [ "$t1" -gt 0 ]; then
-		python3 -c "t1, tn, n = $t1, $tn, $n; print(max(0.0, min(1.0, (1 - tn / t1) / (1 - 1 / n))))" >"$outdir/parallel-fraction"
-		row "fs/ with 1 job, with $n" "$t1 s, $tn s" "parallel fraction $(cut -c1-4 "$outdir/parallel-fraction") (Amdahl)"
-	fi
-	rm -rf "$(KIT_TREE=$tree lab_root "$first")"
-	git -C "$PRISTINE" worktree prune
-
+	local s boots median
 	boots=()
 	for _ in 1 2 3 4 5; do
 		s=$(date +%s%N)
@@ -218,7 +216,7 @@ micro() {
 }
 
 case $only in
-'') harness; goals; micro ;;
+'') harness; micro; goals ;;
 harness) harness ;;
 micro) micro ;;
 goals) goals ;;
