@@ -23,7 +23,10 @@ overlay=${KIT_TREE:+${KIT_KERNEL_SRC:-}}
 # inherits the tree lock (fd 9) and keeps every other run waiting on it.
 git_id=(-c user.name="pidfs workshop kit" -c user.email=kit@localhost.invalid -c gc.auto=0)
 
+# The installed package's version (KIT_SOURCE_VERSION stands in for it in
+# make selftest, with a made-up TARBALL).
 installed_version() {
+	[ -z "${KIT_SOURCE_VERSION:-}" ] || { echo "$KIT_SOURCE_VERSION"; return; }
 	dpkg-query -W -f '${Version}' linux-source-6.1 2>/dev/null || echo unknown
 }
 

@@ -6,7 +6,9 @@ What make test believes comes from a few parsers: the TAP counts
 masking (transcripts.py), the build progress filter (build-progress.awk)
 and the run record make gdb reads (lib.sh). A bug there turns a failing
 lab into a green run, so each gets cases whose answer is known, including
-the ones that must come out as failures. Seconds, on the host only.
+the ones that must come out as failures; and prepare-tree.sh's
+following of Debian's 6.1.y versions, on a made-up tarball. Seconds, on
+the host only.
 """
 import importlib.util
 import os
@@ -218,6 +220,39 @@ class RunRecord(unittest.TestCase):
             dead.wait()
             write(os.path.join(d, 'run', 'gdb-4321'), f'pid={dead.pid}\nvmlinux=/t/vmlinux\n')
             self.assertNotEqual(self.lookup(d, 4321, 'vmlinux').returncode, 0)
+
+
+class SourceVersion(unittest.TestCase):
+    """prepare-tree.sh on a made-up linux-source tarball: a newer Debian
+    version becomes a new commit on branch pristine, KEEP_SOURCE=1 stays.
+    (The lab patches do not apply to the made-up tree: that part fails.)"""
+
+    def prepare(self, d, version, **env):
+        return subprocess.run([os.path.join(VM, 'prepare-tree.sh'), '01'], capture_output=True,
+                              text=True, env=dict(os.environ, BUILD=os.path.join(d, 'build'),
+                                                  TARBALL=os.path.join(d, 'src.tar.xz'),
+                                                  KIT_SOURCE_VERSION=version, **env))
+
+    def tarball(self, d, text):
+        write(os.path.join(d, 'linux-x', 'Makefile'), text)
+        subprocess.run(['tar', '-C', d, '-cJf', os.path.join(d, 'src.tar.xz'), 'linux-x'], check=True)
+
+    def test_newer_package_is_picked_up(self):
+        with tempfile.TemporaryDirectory() as d:
+            pristine = os.path.join(d, 'build', 'linux')
+            self.tarball(d, 'first\n')
+            self.prepare(d, '6.1.1-1')
+            self.tarball(d, 'second\n')
+            kept = self.prepare(d, '6.1.2-1', KEEP_SOURCE='1')
+            self.assertIn('KEEP_SOURCE=1 keeps 6.1.1-1', kept.stdout)
+            self.assertEqual(read(os.path.join(pristine, 'Makefile')), 'first\n')
+            moved = self.prepare(d, '6.1.2-1')
+            self.assertIn('6.1.1-1 was extracted, 6.1.2-1 is installed', moved.stdout)
+            self.assertEqual(read(os.path.join(pristine, 'Makefile')), 'second\n')
+            log = subprocess.run(['git', '-C', pristine, 'log', '--format=%s', 'pristine'],
+                                 capture_output=True, text=True, check=True).stdout
+            self.assertEqual(log.splitlines(), ['Debian linux-source-6.1 6.1.2-1, pristine',
+                                                'Debian linux-source-6.1 6.1.1-1, pristine'])
 
 
 if __name__ == '__main__':
