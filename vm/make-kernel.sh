@@ -75,6 +75,16 @@ if [ -f "$out/build.stamp" ] && [ -f "$out/vmlinux" ] && [ -f "$out/arch/x86/boo
 	exit 0
 fi
 
+# Exported headers and gdb's helpers need a look only when something other
+# than a C file changed: an exercise edit skips their second or more of
+# Kbuild walking its tree.
+goals=(bzImage scripts_gdb headers)
+if [ -f "$out/build.stamp" ] && [ -f "$out/vmlinux-gdb.py" ] && [ -d "$out/usr/include" ] &&
+	[ "$out/build.stamp" -nt "$out/.config" ] &&
+	[ -z "$(find "$src" -path "$src/.git" -prune -o -newer "$out/build.stamp" ! -type d ! -name '*.c' -print -quit)" ]; then
+	goals=(bzImage)
+fi
+
 # How many objects a whole build of this out dir makes (the last build's
 # count, else another kernel's): the progress line's "of about".
 total=$(cat "$out/objects.count" 2>/dev/null ||
@@ -85,7 +95,7 @@ rm -f "$out/build.stamp"
 touch "$out/build.stamp.new"
 make -C "$src" O="$out" -j"$(nproc)" CC="$cc" \
 	KBUILD_BUILD_USER=kit KBUILD_BUILD_HOST=pidfs-workshop \
-	bzImage scripts_gdb headers 2>&1 | "$KIT/vm/build-progress.awk" -v total="${total:-0}" \
+	"${goals[@]}" 2>&1 | "$KIT/vm/build-progress.awk" -v total="${total:-0}" \
 	-v tty="$([ -t 1 ] && echo 1 || echo 0)" -v start="$start"
 find "$out" -name '*.o' ! -name '*.mod.o' | wc -l >"$out/objects.count"
 mv "$out/build.stamp.new" "$out/build.stamp"
