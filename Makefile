@@ -63,65 +63,65 @@ deps:
 
 ahead:
 	$(need-deps)
-	@vm/build-ahead.sh
+	@vm/build/ahead.sh
 
 kernel:
 	$(need-lab)
 	$(need-deps)
-	@vm/prepare-tree.sh $(lab)
-	@vm/build-kernel.sh $(lab)
+	@vm/build/lab-tree.sh $(lab)
+	@vm/build/lab-kernel.sh $(lab)
 
 exercises:
 	$(need-lab)
-	@python3 vm/exercises.py sync labs/$(lab) build/labs/$(lab)/exercise-state
+	@python3 vm/build/exercises.py sync labs/$(lab) build/labs/$(lab)/exercise-state
 
 solution:
 	$(need-lab)
-	@python3 vm/exercises.py solution labs/$(lab) build/labs/$(lab)/exercise-state saved
+	@python3 vm/build/exercises.py solution labs/$(lab) build/labs/$(lab)/exercise-state saved
 
 lab: exercises
 	$(need-deps)
-	@vm/boot-lab.sh $(lab) shell labs/$(lab)/exercises work
+	@vm/boot/lab-vm.sh $(lab) shell labs/$(lab)/exercises work
 
 # Into the running `make lab` VM, no reboot: it mounts build/labs/NN/live.
 # (make check builds your kernel exercises in make lab's tree, trees/work.)
 programs: exercises
 	$(need-deps)
-	@vm/build-programs.sh $(lab) labs/$(lab)/exercises build/labs/$(lab)/live
+	@vm/build/programs.sh $(lab) labs/$(lab)/exercises build/labs/$(lab)/live
 	@echo "  LIVE     build/labs/$(lab)/live -> /lab/live in the VM: run your program again there"
 
 check: exercises
 	$(need-deps)
 	@QUIET=1 $(if $(wildcard labs/$(lab)/solution/kernel),KIT_TREE=work) \
-		vm/boot-lab.sh $(lab) test labs/$(lab)/exercises check build/labs/$(lab)/check.log || true
-	@python3 vm/tap-summary.py "$(lab) (your exercises)=build/labs/$(lab)/check.log"
+		vm/boot/lab-vm.sh $(lab) test labs/$(lab)/exercises check build/labs/$(lab)/check.log || true
+	@python3 vm/check/tap-summary.py "$(lab) (your exercises)=build/labs/$(lab)/check.log"
 
 gdb:
 	$(need-lab)
-	@vm/gdb.sh $(lab)
+	@vm/boot/gdb.sh $(lab)
 
 # LAB unset on the command line means every lab.
 test:
 	$(need-lab)
 	$(need-deps)
-	@vm/test-labs.sh $(if $(filter command line,$(origin LAB)),$(lab))
+	@vm/check/make-test.sh $(if $(filter command line,$(origin LAB)),$(lab))
 
 # The TAP counts, exercise rendering, transcript masking, build progress
 # and run records: what make test believes, checked on known answers.
 selftest:
-	@python3 vm/selftest.py
-	@python3 vm/transcripts.py selftest >/dev/null
+	@python3 vm/check/selftest.py
+	@python3 vm/check/transcripts.py selftest >/dev/null
 
 checkpatch:
-	@vm/checkpatch.sh
+	@vm/check/checkpatch.sh
 
 # After `make kernel` of that lab (make test builds every one).
 sparse:
 	$(need-lab)
-	@vm/sparse-check.sh $(lab)
+	@vm/check/sparse.sh $(lab)
 
 shellcheck:
-	@shellcheck -x vm/*.sh vm/guest/init vm/guest/run-tests vm/guest/ref-run .ci/run \
+	@shellcheck -x vm/*.sh vm/*/*.sh vm/guest/init vm/guest/run-tests vm/guest/ref-run .ci/run \
 		labs/*/initramfs.sh labs/*/selinux/*.sh
 
 # -a: write every page, so that Sphinx 5.3 also copies docs/_static again
@@ -133,15 +133,15 @@ docs:
 
 docs-check: docs
 	$(need-docs-check-deps)
-	@python3 vm/docs-check.py docs/_build/html docs/_build/check
+	@python3 vm/check/docs-check.py docs/_build/html docs/_build/check
 
 bench:
 	$(need-ref-deps)
-	@UPDATE='$(UPDATE)' ONLY='$(ONLY)' ROUNDS='$(ROUNDS)' vm/bench.sh
+	@UPDATE='$(UPDATE)' ONLY='$(ONLY)' ROUNDS='$(ROUNDS)' vm/compare/bench.sh
 
 reference:
 	$(need-ref-deps)
-	@UPDATE='$(UPDATE)' vm/reference.sh
+	@UPDATE='$(UPDATE)' vm/compare/reference.sh
 
 clean:
 	rm -rf build/labs/*/out build/labs/*/trees/*/out build/labs/*/results build/labs/*/*.cpio* build/labs/*/*.log build/accel* \
@@ -150,4 +150,4 @@ clean:
 # After reviewing a changed transcript (make test says which), take it into the book.
 transcripts:
 	$(need-lab)
-	@python3 vm/transcripts.py update build/labs/$(lab)/transcripts docs/transcripts/$(lab)
+	@python3 vm/check/transcripts.py update build/labs/$(lab)/transcripts docs/transcripts/$(lab)

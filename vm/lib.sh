@@ -12,6 +12,11 @@ die() {
 	exit 1
 }
 
+# The text of a console marker (vm/guest/markers.h), e.g. LAB_BOOT_OK.
+marker() {
+	python3 "$KIT/vm/check/tap.py" markers | sed -n "s/^$1=//p"
+}
+
 note() {
 	printf '  %-8s %s\n' "$1" "$2"
 }
@@ -65,7 +70,7 @@ hold_lock() {
 }
 
 # Field $2 of the run record of the VM whose gdb stub is on port $1
-# (vm/run-vm.sh writes $BUILD/run/gdb-PORT while that VM runs): lab,
+# (vm/boot/qemu.sh writes $BUILD/run/gdb-PORT while that VM runs): lab,
 # bzImage, vmlinux, initrd, pid. Empty, status 1, when no VM runs there.
 run_record() {
 	local record=$BUILD/run/gdb-$1 pid
@@ -90,9 +95,9 @@ lab_out() { echo "$(lab_root "$1")/out/${2:-default}"; }
 # in merge order: the tree's tiny-base, vm/config/base.config, and the
 # kernel.config of every lab, in every lab: one configuration (the union
 # the last lab needs), so that a tree started from another lab's
-# (vm/seed-tree.py) and ccache's objects carry over. A lab's symbol that an
+# (vm/build/seed-tree.py) and ccache's objects carry over. A lab's symbol that an
 # earlier or later tree's Kconfig lacks (lab 02's CONFIG_FS_PIDFD) is left
-# out there by make-kernel.sh. $2 is kept for a lab that someday needs a
+# out there by kbuild.sh. $2 is kept for a lab that someday needs a
 # fragment of its own.
 lab_fragments() {
 	local l
@@ -105,7 +110,7 @@ lab_fragments() {
 	done
 }
 
-# The tree a new tree of lab $1 starts from (vm/seed-tree.py): a lab's own
+# The tree a new tree of lab $1 starts from (vm/build/seed-tree.py): a lab's own
 # tree for an attendee's, skeleton or variant tree (KIT_TREE set); the
 # previous lab's for a lab's own. Empty when that tree is not there.
 lab_seed_root() {

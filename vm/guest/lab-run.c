@@ -11,7 +11,7 @@
  *
  *   LAB-TEST-LEFTOVER <pid> <name>
  *
- * which run-tests' reader (vm/tap-summary.py) counts as a failure of the
+ * which run-tests' reader (vm/check/tap-summary.py) counts as a failure of the
  * test, and is then killed and reaped. So a failed test cannot keep a
  * pipe open (`run-tests | tail` ends) or leave processes for `ps` to show.
  *
@@ -28,6 +28,8 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "markers.h"
 
 #define GRACE_MS	2000
 
@@ -127,7 +129,7 @@ int main(int argc, char *argv[])
 	fflush(stdout);
 	while (n) {
 		for (i = 0; i < n; i++) {
-			printf("LAB-TEST-LEFTOVER %d %s\n", pids[i], names[i]);
+			printf(LAB_TEST_LEFTOVER " %d %s\n", pids[i], names[i]);
 			kill(pids[i], SIGKILL);
 		}
 		fflush(stdout);

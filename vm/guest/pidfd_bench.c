@@ -48,6 +48,7 @@
 #include <unistd.h>
 
 #include "lab.h"
+#include "markers.h"
 
 #define RUNS 7
 #define THREADS 4
@@ -65,7 +66,7 @@ static long long now_ns(void)
 static void die(const char *what)
 {
 	fprintf(stderr, "pidfd_bench: %s: %s\n", what, strerror(errno));
-	printf("BENCH-FAILED %s\n", what);
+	printf(LAB_BENCH_FAILED " %s\n", what);
 	exit(1);
 }
 
@@ -206,7 +207,7 @@ static void bench(const char *name, void (*loop)(long), long iters)
 	}
 	memcpy(sorted, ns, sizeof(ns));
 	qsort(sorted, RUNS, sizeof(sorted[0]), cmp_ll);
-	printf("BENCH %s median_ns=%lld runs_ns=", name, sorted[RUNS / 2]);
+	printf(LAB_BENCH " %s median_ns=%lld runs_ns=", name, sorted[RUNS / 2]);
 	for (r = 0; r < RUNS; r++)
 		printf("%s%lld", r ? "," : "", ns[r]);
 	printf(" iters=%ld\n", iters);
@@ -226,6 +227,6 @@ int main(int argc, char **argv)
 	bench("threads_open_close", loop_threads, 20000);
 	bench("fork_reap", loop_fork_reap, 300);
 	bench("fork_pidfd_reap", loop_fork_pidfd_reap, 300);
-	printf("BENCH-END\n");
+	printf(LAB_BENCH_END "\n");
 	return 0;
 }

@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "lab.h"
+#include "markers.h"
 
 #ifndef PIDFD_NONBLOCK
 #define PIDFD_NONBLOCK O_NONBLOCK
@@ -80,7 +81,7 @@ static void put(const char *key, const char *fmt, ...)
 {
 	va_list ap;
 
-	printf("PARITY %s%s=", prefix, key);
+	printf(LAB_PARITY " %s%s=", prefix, key);
 	va_start(ap, fmt);
 	vprintf(fmt, ap);
 	va_end(ap);
@@ -123,7 +124,7 @@ static int must_open(pid_t pid, unsigned int flags)
 	int fd = sys_pidfd_open(pid, flags);
 
 	if (fd < 0) {
-		printf("PARITY %spidfd_open=%s\n", prefix, strerrorname_np(errno));
+		printf(LAB_PARITY " %spidfd_open=%s\n", prefix, strerrorname_np(errno));
 		exit(1);
 	}
 	return fd;
@@ -541,7 +542,7 @@ int main(int argc, char **argv)
 	polling();
 	operations();
 	threads();
-	printf("PARITY-END\n");
+	printf(LAB_PARITY_END "\n");
 	fflush(stdout);
 	_exit(0);
 }

@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""Start a kernel tree from another one, so that its first build is
+incremental: Kbuild decides by file times and command lines, and a fresh
+worktree has neither right.
+
+  seed-tree.py src SEED_SRC NEW_SRC
+      Files of NEW_SRC that are the same as in SEED_SRC get SEED_SRC's
+      time; what differs gets the time of now. Those files, and what
+      includes them, are what the first build compiles.
+  seed-tree.py out SEED_OUT NEW_OUT SEED_SRC NEW_SRC
+      NEW_OUT (missing) becomes a copy of SEED_OUT, times kept, with the
+      source tree named in Kbuild's command and dependency files changed
+      from SEED_SRC to NEW_SRC. Only text files are rewritten: objects keep
+      the seed's paths in their debug info, as ccache's objects do anyway.
+
+"The same" comes from git: both trees are worktrees of build/linux, so
+the files that differ are those between the two commits plus whatever is
+changed but not committed in either. A file git cannot vouch for keeps its
+new time: the safe side is a file compiled once too often.
+"""
+import os
+import shutil
+import subprocess
+import sys
+
+
+def git(tree, *args):
+    return subprocess.run(['git', '-C', tree, *args], check=True,
+                          capture_output=True).stdout
+
+
+def names(raw):
+    return {n.decode() for n in raw.split(b'\0') if n}
+
+
+def seed_src(seed, new):
+    differ = names(git(new, 'diff', '-z', '--name-only',
+                       git(seed, 'rev-parse', 'HEAD').decode().strip(), 'HEAD'))
+    for tree in (seed, new):
+        differ |= names(git(tree, 'diff', '-z', '--name-only', 'HEAD'))
+        differ |= names(git(tree, 'ls-files', '-z', '--others'))
+    # What differs must be newer than anything the seed's out dir holds,
+    # however old its checkout is.
+    for name in differ:
+        path = os.path.join(new, name)
+        if os.path.lexists(path) and not os.path.islink(path):
+            os.utime(path)
+    same = 0
+    for name in names(git(new, 'ls-files', '-z')) - differ:
+        try:
+            st = os.stat(os.path.join(seed, name), follow_symlinks=False)
+            mine = os.stat(os.path.join(new, name), follow_symlinks=False)
+        except FileNotFoundError:
+            continue
+        if st.st_size != mine.st_size:
+            continue
+        os.utime(os.path.join(new, name), ns=(mine.st_atime_ns, st.st_mtime_ns),
+                 follow_symlinks=False)
+        same += 1
+    # The index still has every file's checkout time: refresh it once
+    # here, or each later `git diff` in this tree reads every file again.
+    subprocess.run(['git', '-C', new, 'update-index', '-q', '--refresh'],
+                   capture_output=True)
+    print(f'  SEED     {same} files as old as in {os.path.relpath(seed)}, '
+          f'{len(differ)} newer')
+
+
+def seed_out(seed_out, new_out, seed, new):
+    if os.path.exists(new_out):
+        sys.exit(f'seed-tree.py: {new_out} exists; a seed only starts an out dir')
+    tmp = new_out + '.seeding'
+    shutil.rmtree(tmp, ignore_errors=True)
+    os.makedirs(os.path.dirname(new_out), exist_ok=True)
+    subprocess.run(['cp', '-a', '--reflink=auto', seed_out, tmp], check=True)
+    # Both trees' paths, as the command and dependency files spell them.
+    moves = [(os.path.abspath(a).encode(), os.path.abspath(b).encode())
+             for a, b in ((seed_out, new_out), (seed, new)) if a != b]
+    # grep -I: text files only; -l: their names.
+    hits = subprocess.run(['grep', '-rlIZF', *sum((['-e', a.decode()] for a, _ in moves), []),
+                           '--', tmp], capture_output=True).stdout
+    for path in names(hits):
+        with open(path, 'rb') as f:
+            data = f.read()
+        st = os.stat(path)
+        for a, b in moves:
+            data = data.replace(a, b)
+        with open(path, 'wb') as f:
+            f.write(data)
+        # Kbuild reads these; it does not date them.
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    # Symlinks into the seed's trees ("source", vmlinux-gdb.py...).
+    for top, dirs, files in os.walk(tmp):
+        for n in dirs + files:
+            link = os.path.join(top, n)
+            if not os.path.islink(link):
+                continue
+            target = os.readlink(link).encode()
+            for a, b in moves:
+                if target == a or target.startswith(a + b'/'):
+                    os.remove(link)
+                    os.symlink(b + target[len(a):], link)
+                    break
+    # Run records and locks belong to the seed's builds.
+    # The seed's lock, and its "nothing changed since" stamp (kbuild.sh).
+    for stale in ('.make-kernel.lock', 'build.stamp'):
+        if os.path.exists(os.path.join(tmp, stale)):
+            os.remove(os.path.join(tmp, stale))
+    os.rename(tmp, new_out)
+    print(f'  SEED     {os.path.relpath(new_out)} from {os.path.relpath(seed_out)} '
+          f'({len(names(hits))} files point to the new tree)')
+
+
+if __name__ == '__main__':
+    if len(sys.argv) == 4 and sys.argv[1] == 'src':
+        seed_src(sys.argv[2], sys.argv[3])
+    elif len(sys.argv) == 6 and sys.argv[1] == 'out':
+        seed_out(*sys.argv[2:])
+    else:
+        sys.exit(__doc__)

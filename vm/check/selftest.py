@@ -1,0 +1,298 @@
+#!/usr/bin/env python3
+"""`make selftest`: the harness's own parsers, on made-up input, no VM.
+
+What make test believes comes from a few parsers: the TAP counts
+(tap-summary.py), the exercise rendering (exercises.py), the transcript
+masking (transcripts.py), the build progress filter (kbuild-progress.awk)
+and the run record make gdb reads (lib.sh). A bug there turns a failing
+lab into a green run, so each gets cases whose answer is known, including
+the ones that must come out as failures; and lab-tree.sh's
+following of Debian's 6.1.y versions, on a made-up tarball. Seconds, on
+the host only.
+"""
+import importlib.util
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+# vm/, whose stage folders (build/, check/...) hold the scripts under test.
+VM = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def load(name):
+    spec = importlib.util.spec_from_file_location(os.path.basename(name).replace('-', '_'),
+                                                  os.path.join(VM, name + '.py'))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+tap = load('check/tap-summary')
+exercises = load('build/exercises')
+transcripts = load('check/transcripts')
+
+
+def write(path, text):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, 'w') as f:
+        f.write(text)
+
+
+def read(path):
+    with open(path) as f:
+        return f.read()
+
+
+CONSOLE = """LAB-BOOT-OK 6.1.0 04-lsm-fallback
+LAB-TEST-BEGIN tests/good
+ok 1 a.one
+ok 2 a.two # SKIP no SELinux
+LAB-TEST-END tests/good exit=0
+LAB-TEST-BEGIN tests/bad
+ok 1 b.one
+not ok 2 b.two
+LAB-TEST-END tests/bad exit=1
+LAB-TEST-BEGIN tests/silent
+LAB-TEST-END tests/silent exit=1
+LAB-TEST-BEGIN tests/messy
+ok 1 m.one
+LAB-TEST-LEFTOVER 77 sleep
+LAB-TEST-END tests/messy exit=0
+LAB-TEST-BEGIN selftests/pidfd_test
+ok 1 p.one
+"""
+
+
+class TapSummary(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.log = os.path.join(self.dir.name, 'console.log')
+        write(self.log, CONSOLE)
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def test_parse(self):
+        got = [(p, s) for p, s, _ in tap.parse(self.log)]
+        self.assertEqual(got, [
+            ('tests/good', 'pass'), ('tests/good', 'skip'),
+            ('tests/bad', 'pass'), ('tests/bad', 'fail'),
+            ('tests/silent', 'fail'),          # ran no test
+            ('tests/messy', 'pass'), ('tests/messy', 'leftover'),
+            ('selftests/pidfd_test', 'pass'),
+            ('selftests/pidfd_test', 'fail'),  # never finished
+        ])
+
+    def test_summary_fails_on_failures_and_on_nothing(self):
+        self.assertEqual(tap.summary([f'x={self.log}']), 1)
+        empty = os.path.join(self.dir.name, 'empty.log')
+        write(empty, 'LAB-BOOT-OK\n')
+        self.assertEqual(tap.summary([f'x={empty}']), 1)
+        good = os.path.join(self.dir.name, 'good.tap')
+        write(good, 'TAP version 13\nok 1 fine\n1..1\n')
+        self.assertEqual(tap.summary([f'x={good}']), 0)
+        self.assertEqual(tap.summary([f'x={self.dir.name}/missing.log']), 1)
+
+    def test_skeleton_wants_every_lab_test_to_fail(self):
+        out = os.path.join(self.dir.name, 'skel.tap')
+        tap.skeleton(self.log, out)
+        text = read(out)
+        self.assertIn('not ok 1 skeleton passes, so its TODO proves nothing: tests/good: a.one', text)
+        self.assertIn('ok 4 skeleton fails as it should: tests/bad: b.two', text)
+        self.assertIn('not ok 7 skeleton: tests/messy: left process 77 sleep running', text)
+        self.assertNotIn('selftests/', text)
+
+    def test_must_fail(self):
+        out = os.path.join(self.dir.name, 'mutant.tap')
+        tap.must_fail(self.log, out, 'm', 'bad', ['two', 'one', 'three'])
+        self.assertEqual(read(out).splitlines(), [
+            'TAP version 13',
+            'ok 1 mutation m: bad two fails, as it must',
+            'not ok 2 mutation m: bad one passes on the bug it names',
+            'not ok 3 mutation m: bad three never ran',
+            '1..3',
+        ])
+
+
+class Markers(unittest.TestCase):
+    """The markers come from vm/guest/markers.h alone: the guest's C and
+    shell and the host's parsers all read that one file."""
+
+    def test_header_is_the_source(self):
+        markers = tap.tap.read_markers()
+        self.assertEqual(markers['LAB_TEST_BEGIN'], 'LAB-TEST-BEGIN')
+        self.assertIn('LAB_BOOT_OK', markers)
+        with tempfile.TemporaryDirectory() as d:
+            hdr = os.path.join(d, 'markers.h')
+            write(hdr, '#define LAB_TEST_BEGIN\t\t"T-BEGIN"\n')
+            self.assertEqual(tap.tap.read_markers(hdr), {'LAB_TEST_BEGIN': 'T-BEGIN'})
+
+    def test_no_marker_text_outside_the_header(self):
+        # Every other file names them by macro or variable, not by text.
+        values = tap.tap.read_markers().values()
+        for root in ('guest', 'check', 'compare', 'boot', 'build'):
+            for dirpath, _, names in os.walk(os.path.join(VM, root)):
+                for name in names:
+                    path = os.path.join(dirpath, name)
+                    if name in ('markers.h', 'selftest.py') or name.endswith('.pyc'):
+                        continue
+                    with open(path, errors='replace') as f:
+                        code = [line for line in f
+                                if not line.lstrip().startswith(('#', '*', '/*', '//'))]
+                    for value in values:
+                        hits = [line for line in code if f'"{value} ' in line or f"'{value} " in line
+                                or f'"{value}"' in line or f"'^{value}" in line]
+                        self.assertEqual(hits, [], f'{path} spells the marker {value}')
+
+    def test_number(self):
+        out = tap.tap.number(['ok a\n', '# why\n', 'not ok b\n']).text()
+        self.assertEqual(out, 'TAP version 13\nok 1 a\n# why\nnot ok 2 b\n1..2\n')
+
+
+SOLUTION = """int f(void)
+{
+\t/* TODO 1/2: count to two */
+\tint n = 1;
+\tn++;
+\treturn n;
+}
+"""
+
+
+class Exercises(unittest.TestCase):
+    def test_render(self):
+        lines = SOLUTION.splitlines(True)
+        skel = ''.join(exercises.render(lines, True))
+        sol = ''.join(exercises.render(lines, False))
+        self.assertEqual(skel, 'int f(void)\n{\n\t/* TODO 1: count to two */\n\treturn n;\n}\n')
+        self.assertEqual(sol, SOLUTION.replace('TODO 1/2', 'TODO 1'))
+
+    def test_marker_past_the_end_is_an_error(self):
+        with self.assertRaises(SystemExit):
+            exercises.render(['/* TODO 1/5: too many */\n', 'x;\n'], True)
+
+    def test_sync_and_solution_never_lose_an_edit(self):
+        with tempfile.TemporaryDirectory() as d:
+            lab, state, save = (os.path.join(d, x) for x in ('lab', 'state', 'saved'))
+            write(os.path.join(lab, 'solution', 'f.c'), SOLUTION)
+            write(os.path.join(lab, 'solution', 'kernel', 'fs', 'g.c'), SOLUTION)
+            mine = os.path.join(lab, 'exercises', 'f.c')
+            exercises.sync(lab, state)
+            self.assertIn('TODO 1: count', read(mine))
+            write(mine, 'my answer\n')
+            # A newer solution: the untouched file follows, the edited one stays.
+            write(os.path.join(lab, 'solution', 'f.c'), SOLUTION + '/* v2 */\n')
+            write(os.path.join(lab, 'solution', 'kernel', 'fs', 'g.c'), SOLUTION + '/* v2 */\n')
+            exercises.sync(lab, state)
+            self.assertEqual(read(mine), 'my answer\n')
+            self.assertIn('v2', read(os.path.join(lab, 'exercises', 'kernel', 'fs', 'g.c')))
+            exercises.solution(lab, state, save)
+            self.assertIn('n++;', read(mine))
+            saved = [os.path.join(r, n) for r, _, ns in os.walk(save) for n in ns]
+            self.assertEqual([read(p) for p in saved], ['my answer\n'])
+
+
+class Transcripts(unittest.TestCase):
+    def test_masking(self):
+        for raw, want in transcripts.SELFTEST:
+            self.assertEqual(transcripts.normalize(raw), want)
+            self.assertEqual(transcripts.normalize(want), want)
+
+    def test_line_numbers(self):
+        for old, new, same in transcripts.LINE_SELFTEST:
+            self.assertEqual(transcripts.without_line_numbers(old) ==
+                             transcripts.without_line_numbers(new), same)
+
+    def test_check_reports_a_real_change(self):
+        with tempfile.TemporaryDirectory() as d:
+            fresh, doc, out = (os.path.join(d, x) for x in ('fresh', 'doc', 't.tap'))
+            write(os.path.join(fresh, 'a.txt'), '158\tx = 1;\n')
+            write(os.path.join(doc, 'a.txt'), '160\tx = 1;\n')
+            write(os.path.join(fresh, 'b.txt'), 'Value returned is $1 = 0\n')
+            write(os.path.join(doc, 'b.txt'), 'Value returned is $1 = -13\n')
+            write(os.path.join(doc, 'c.txt'), 'gone\n')
+            transcripts.check(fresh, doc, out)
+            lines = read(out).splitlines()
+            self.assertTrue(lines[1].startswith('ok 1 transcript a.txt'), lines)
+            self.assertTrue(lines[2].startswith('not ok 2 transcript b.txt'), lines)
+            self.assertIn('not ok 3 transcript c.txt: the book shows it', read(out))
+
+
+def awk(text, total, tty):
+    return subprocess.run([os.path.join(VM, 'build', 'kbuild-progress.awk'), '-v', f'total={total}',
+                           '-v', f'tty={tty}', '-v', 'start=0'],
+                          input=text, capture_output=True, text=True, check=True).stdout
+
+
+class BuildProgress(unittest.TestCase):
+    def test_counts_objects_and_keeps_warnings(self):
+        kbuild = ''.join(f'  CC      kernel/f{i}.o\n' for i in range(250))
+        kbuild += '  LD      vmlinux\nfs/x.c:3:1: warning: unused\nmake[2]: Leaving directory /x\n'
+        lines = awk(kbuild, 500, 0).splitlines()
+        self.assertEqual(len(lines), 4, lines)
+        self.assertTrue(lines[0].startswith('  CC       100 of about 500 objects (20%)'), lines)
+        self.assertEqual(lines[2], 'fs/x.c:3:1: warning: unused')
+        self.assertTrue(lines[3].startswith('  CC       250 of about 500 objects (50%)'), lines)
+
+    def test_unknown_total(self):
+        self.assertTrue(awk('  AS      a.o\n', 0, 0).startswith('  CC       1 objects'))
+
+
+class RunRecord(unittest.TestCase):
+    def lookup(self, build, port, field):
+        return subprocess.run(['bash', '-c', f'BUILD={build}; . {VM}/lib.sh; run_record {port} {field}'],
+                              capture_output=True, text=True)
+
+    def test_live_and_stale_records(self):
+        with tempfile.TemporaryDirectory() as d:
+            write(os.path.join(d, 'run', 'gdb-4321'),
+                  f'pid={os.getpid()}\nlab=04-lsm-fallback (default kernel)\nvmlinux=/t/vmlinux\n')
+            got = self.lookup(d, 4321, 'vmlinux')
+            self.assertEqual((got.returncode, got.stdout), (0, '/t/vmlinux\n'))
+            self.assertNotEqual(self.lookup(d, 4322, 'vmlinux').returncode, 0)
+            # The VM that wrote it is gone: the record means nothing.
+            dead = subprocess.Popen(['true'])
+            dead.wait()
+            write(os.path.join(d, 'run', 'gdb-4321'), f'pid={dead.pid}\nvmlinux=/t/vmlinux\n')
+            self.assertNotEqual(self.lookup(d, 4321, 'vmlinux').returncode, 0)
+
+
+class SourceVersion(unittest.TestCase):
+    """lab-tree.sh on a made-up linux-source tarball: a newer Debian
+    version becomes a new commit on branch pristine, KEEP_SOURCE=1 stays.
+    (The lab patches do not apply to the made-up tree: that part fails.)"""
+
+    def prepare(self, d, version, **env):
+        return subprocess.run([os.path.join(VM, 'build', 'lab-tree.sh'), '01'], capture_output=True,
+                              text=True, env=dict(os.environ, BUILD=os.path.join(d, 'build'),
+                                                  TARBALL=os.path.join(d, 'src.tar.xz'),
+                                                  KIT_SOURCE_VERSION=version, **env))
+
+    def tarball(self, d, text):
+        write(os.path.join(d, 'linux-x', 'Makefile'), text)
+        subprocess.run(['tar', '-C', d, '-cJf', os.path.join(d, 'src.tar.xz'), 'linux-x'], check=True)
+
+    def test_newer_package_is_picked_up(self):
+        with tempfile.TemporaryDirectory() as d:
+            pristine = os.path.join(d, 'build', 'linux')
+            self.tarball(d, 'first\n')
+            self.prepare(d, '6.1.1-1')
+            self.tarball(d, 'second\n')
+            kept = self.prepare(d, '6.1.2-1', KEEP_SOURCE='1')
+            self.assertIn('KEEP_SOURCE=1 keeps 6.1.1-1', kept.stdout)
+            self.assertEqual(read(os.path.join(pristine, 'Makefile')), 'first\n')
+            moved = self.prepare(d, '6.1.2-1')
+            self.assertIn('6.1.1-1 was extracted, 6.1.2-1 is installed', moved.stdout)
+            self.assertEqual(read(os.path.join(pristine, 'Makefile')), 'second\n')
+            log = subprocess.run(['git', '-C', pristine, 'log', '--format=%s', 'pristine'],
+                                 capture_output=True, text=True, check=True).stdout
+            self.assertEqual(log.splitlines(), ['Debian linux-source-6.1 6.1.2-1, pristine',
+                                                'Debian linux-source-6.1 6.1.1-1, pristine'])
+
+
+if __name__ == '__main__':
+    # Quiet parsers: their own prints are not the selftest's output.
+    result = unittest.main(argv=[sys.argv[0], '-v'], exit=False, buffer=True).result
+    sys.exit(0 if result.wasSuccessful() else 1)
