@@ -71,13 +71,21 @@ kernel:
 	@vm/build/lab-tree.sh $(lab)
 	@vm/build/lab-kernel.sh $(lab)
 
+# A kernel exercise kept as a marker patch (solution/kernel/PATH.todo) is
+# rendered from the lab's patched tree: prepare that tree first.
+todo = $(shell find labs/$(lab)/solution/kernel -name '*.todo' 2>/dev/null)
+need-tree = $(if $(todo),@vm/deps.sh check >/dev/null || vm/deps.sh install; vm/build/lab-tree.sh $(lab))
+
 exercises:
 	$(need-lab)
-	@python3 vm/build/exercises.py sync labs/$(lab) build/labs/$(lab)/exercise-state
+	$(need-tree)
+	@python3 vm/build/exercises.py sync labs/$(lab) build/labs/$(lab)/exercise-state build/labs/$(lab)/src
 
 solution:
 	$(need-lab)
-	@python3 vm/build/exercises.py solution labs/$(lab) build/labs/$(lab)/exercise-state saved
+	$(need-tree)
+	@python3 vm/build/exercises.py solution labs/$(lab) build/labs/$(lab)/exercise-state saved \
+		build/labs/$(lab)/src
 
 lab: exercises
 	$(need-deps)

@@ -20,7 +20,8 @@ for lab in $(all_labs); do
 	"$KIT/vm/build/lab-tree.sh" "$lab"
 	"$KIT/vm/build/lab-kernel.sh" "$lab"
 	if [ -d "$(lab_dir "$lab")/solution/kernel" ]; then
-		python3 "$KIT/vm/build/exercises.py" sync "$(lab_dir "$lab")" "$(lab_build "$lab")/exercise-state"
+		python3 "$KIT/vm/build/exercises.py" sync "$(lab_dir "$lab")" "$(lab_build "$lab")/exercise-state" \
+			"$(lab_src "$lab")"
 		KIT_TREE=work KIT_KERNEL_SRC=$(lab_dir "$lab")/exercises "$KIT/vm/build/lab-tree.sh" "$lab"
 		KIT_TREE=work "$KIT/vm/build/lab-kernel.sh" "$lab"
 	fi

@@ -6,24 +6,41 @@ each exercise with a comment "TODO n/m: hint" followed by the m lines that
 solve it. The skeleton keeps the comment (as "TODO n: hint") and drops
 those m lines; the solution keeps both.
 
-  exercises.py skel SOLUTION_DIR OUT_DIR      write skeletons to OUT_DIR
-  exercises.py sync LAB_DIR STATE_DIR         create/refresh LAB_DIR/exercises
+  exercises.py skel SOLUTION_DIR OUT_DIR [TREE]
+                                              write skeletons to OUT_DIR
+  exercises.py sync LAB_DIR STATE_DIR [TREE]  create/refresh LAB_DIR/exercises
   exercises.py verify-kernel SOLUTION_DIR TREE
                                               solution/kernel/* minus the TODO
                                               lines == the patched TREE files
-  exercises.py solution LAB_DIR STATE_DIR SAVE_DIR
+  exercises.py solution LAB_DIR STATE_DIR SAVE_DIR [TREE]
                                               put the solution in place, after
                                               saving every edited file
+  exercises.py todo-patch TREE PATH MARKED_FILE [CONTEXT]
+                                              print the marker patch that makes
+                                              MARKED_FILE of TREE/PATH (for
+                                              solution/kernel/PATH.todo)
+
+Kernel files come in two kinds under solution/kernel/. A file the lab's
+series creates (fs/pidfs.c) is the kit's own and kept whole, markers
+included. A file of the kernel's that the series changes (fs/libfs.c,
+1,800 lines for three TODOs) is a marker patch, PATH.todo: a unified diff
+whose only added lines are TODO markers, applied to TREE/PATH (the lab's
+patched tree) to render the file. Its context must match the tree
+exactly, wherever a 6.1.y update moved it.
 
 An attendee's edit is never overwritten: STATE_DIR/issued holds what the kit
 last wrote into exercises/, and a file that differs from it is theirs.
 """
+import difflib
 import filecmp
 import os
 import re
 import shutil
 import sys
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'check'))
+import tap  # noqa: E402  TAP writing, defined once
 
 MARK = re.compile(r'^(\s*)/\* TODO (\d+)/(\d+): (.*)\*/\s*$')
 
@@ -48,17 +65,97 @@ def render(lines, skeleton):
     return out
 
 
+HUNK = re.compile(r'^@@ -(\d+)(?:,(\d+))? \+\d+(?:,\d+)? @@')
+
+
+def apply_markers(orig, patch, name):
+    """orig (lines of the tree's file) with the TODO markers of patch."""
+    hunks, body = [], None
+    for line in patch:
+        m = HUNK.match(line)
+        if m:
+            body = []
+            hunks.append((int(m.group(1)), body))
+        elif body is not None and line[:1] in (' ', '+', '-'):
+            body.append(line)
+        elif body is not None and line.startswith('\\'):
+            continue
+    if not hunks:
+        sys.exit(f'exercises.py: {name}.todo has no hunk')
+    out, pos = [], 0
+    for start, body in hunks:
+        old = [line[1:] for line in body if line[0] == ' ']
+        for line in body:
+            if line[0] == '-' or (line[0] == '+' and not MARK.match(line[1:])):
+                sys.exit(f'exercises.py: {name}.todo changes more than TODO markers: '
+                         f'{line.rstrip()}')
+        # Where the context is now: at the line it names, else the
+        # nearest place (a 6.1.y update may have moved it), never fuzzy.
+        want = start - 1 if old else start
+        found = None
+        for delta in range(0, len(orig) + 1):
+            for at in (want - delta, want + delta):
+                if pos <= at <= len(orig) - len(old) and orig[at:at + len(old)] == old:
+                    found = at
+                    break
+            if found is not None:
+                break
+        if found is None:
+            sys.exit(f'exercises.py: {name}.todo: the hunk at line {start} no longer '
+                     f'matches {name} in the tree: remake it (exercises.py todo-patch)')
+        out.extend(orig[pos:found])
+        pos = found
+        for line in body:
+            if line[0] == ' ':
+                out.append(orig[pos])
+                pos += 1
+            else:
+                out.append(line[1:])
+    return out + orig[pos:]
+
+
+def todo_patch(tree, path, marked_file, context=3):
+    with open(os.path.join(tree, path)) as f:
+        orig = f.readlines()
+    with open(marked_file) as f:
+        marked = f.readlines()
+    return ''.join(difflib.unified_diff(orig, marked, f'a/{path}', f'b/{path}', n=context))
+
+
+def read_solution(src_dir, name, tree):
+    """The lines of solution file name: as it is, or rendered from name.todo."""
+    path = os.path.join(src_dir, name)
+    if not name.endswith('.todo'):
+        with open(path) as f:
+            return f.readlines()
+    target = name[:-len('.todo')]
+    rel = target.split(os.sep, 1)[1]        # kernel/fs/libfs.c -> fs/libfs.c
+    if not tree or not os.path.isfile(os.path.join(tree, rel)):
+        sys.exit(f'exercises.py: {name} is a marker patch against the lab\'s kernel tree, '
+                 f'and there is no {rel} in {tree or "(no tree given)"}: '
+                 'run make kernel LAB=NN first')
+    with open(os.path.join(tree, rel)) as f:
+        orig = f.readlines()
+    with open(path) as f:
+        return apply_markers(orig, f.readlines(), rel)
+
+
+def out_name(name):
+    return name[:-len('.todo')] if name.endswith('.todo') else name
+
+
 def files(top):
     """Paths of every file below @top, relative to it (kernel/ included)."""
     return sorted(os.path.relpath(os.path.join(d, n), top)
                   for d, _, ns in os.walk(top) for n in ns)
 
 
-def write_tree(src_dir, out_dir, skeleton):
-    names = files(src_dir)
-    for name in names:
-        with open(os.path.join(src_dir, name)) as f:
-            lines = f.readlines()
+def write_tree(src_dir, out_dir, skeleton, tree=None):
+    names = []
+    for name in files(src_dir):
+        lines = read_solution(src_dir, name, tree)
+        name = out_name(name)
+        names.append(name)
         os.makedirs(os.path.dirname(os.path.join(out_dir, name)), exist_ok=True)
         with open(os.path.join(out_dir, name), 'w') as f:
             f.writelines(render(lines, skeleton))
@@ -66,24 +163,33 @@ def write_tree(src_dir, out_dir, skeleton):
 
 
 def verify_kernel(solution_dir, tree):
-    """The marked-up kernel files must be the patched files plus markers."""
+    """The marked-up kernel files must be the patched files plus markers:
+    a whole file line for line, a marker patch by applying to the tree
+    with nothing but TODO markers added."""
     top = os.path.join(solution_dir, 'kernel')
-    bad = 0
+    out = tap.Tap()
     for name in files(top) if os.path.isdir(top) else []:
-        with open(os.path.join(top, name)) as f:
-            mine = [l for l in f.readlines() if not MARK.match(l)]
+        target = out_name(name)
         try:
-            with open(os.path.join(tree, name)) as f:
+            mine = [line for line in read_solution(solution_dir, os.path.join('kernel', name), tree)
+                    if not MARK.match(line)]
+        except SystemExit as e:
+            out.result(False, f'solution/kernel/{name}: {e}')
+            continue
+        try:
+            with open(os.path.join(tree, target)) as f:
                 theirs = f.readlines()
         except OSError:
             theirs = None
         if mine == theirs:
-            print(f'ok solution/kernel/{name} is the patched file plus TODO markers')
+            how = ('applies to the patched file and adds only TODO markers'
+                   if name.endswith('.todo') else 'is the patched file plus TODO markers')
+            out.result(True, f'solution/kernel/{name} {how}')
         else:
-            bad += 1
-            print(f'not ok solution/kernel/{name} differs from what the patches '
-                  f'make of {name}: fix one or the other')
-    return bad
+            out.result(False, f'solution/kernel/{name} differs from what the patches '
+                              f'make of {target}: fix one or the other')
+    sys.stdout.write(out.text())
+    return out.failed
 
 
 def same(a, b):
@@ -97,9 +203,9 @@ def install(src, dst, issued):
     shutil.copyfile(src, issued)
 
 
-def sync(lab_dir, state):
+def sync(lab_dir, state, tree=None):
     fresh = os.path.join(state, 'skel')
-    names = write_tree(os.path.join(lab_dir, 'solution'), fresh, True)
+    names = write_tree(os.path.join(lab_dir, 'solution'), fresh, True, tree)
     work = os.path.join(lab_dir, 'exercises')
     kept = []
     for name in names:
@@ -120,9 +226,9 @@ def sync(lab_dir, state):
               f'is {os.path.relpath(os.path.join(fresh, name))}')
 
 
-def solution(lab_dir, state, save_root):
+def solution(lab_dir, state, save_root, tree=None):
     fresh = os.path.join(state, 'solution')
-    names = write_tree(os.path.join(lab_dir, 'solution'), fresh, False)
+    names = write_tree(os.path.join(lab_dir, 'solution'), fresh, False, tree)
     work = os.path.join(lab_dir, 'exercises')
     save = os.path.join(save_root, os.path.basename(lab_dir.rstrip('/')),
                         time.strftime('%Y%m%d-%H%M%S'))
@@ -142,14 +248,16 @@ def solution(lab_dir, state, save_root):
 
 
 def main(argv):
-    if len(argv) == 4 and argv[1] == 'skel':
-        write_tree(argv[2], argv[3], True)
+    if len(argv) in (4, 5) and argv[1] == 'skel':
+        write_tree(argv[2], argv[3], True, *argv[4:])
     elif len(argv) == 4 and argv[1] == 'verify-kernel':
         sys.exit(1 if verify_kernel(argv[2], argv[3]) else 0)
-    elif len(argv) == 4 and argv[1] == 'sync':
-        sync(argv[2], argv[3])
-    elif len(argv) == 5 and argv[1] == 'solution':
-        solution(argv[2], argv[3], argv[4])
+    elif len(argv) in (4, 5) and argv[1] == 'sync':
+        sync(argv[2], argv[3], *argv[4:])
+    elif len(argv) in (5, 6) and argv[1] == 'solution':
+        solution(argv[2], argv[3], argv[4], *argv[5:])
+    elif len(argv) in (5, 6) and argv[1] == 'todo-patch':
+        sys.stdout.write(todo_patch(argv[2], argv[3], argv[4], *map(int, argv[5:])))
     else:
         sys.exit(__doc__)
 

@@ -47,7 +47,7 @@ fi
 echo "=== $lab: skeleton (every lab test must fail)"
 skel=$(lab_build "$lab")/skeleton-src
 rm -rf "$skel"
-python3 "$KIT/vm/build/exercises.py" skel "$dir/solution" "$skel"
+python3 "$KIT/vm/build/exercises.py" skel "$dir/solution" "$skel" "$(lab_src "$lab")"
 FLAVOUR=default QUIET=1 "$KIT/vm/boot/lab-vm.sh" "$lab" test "$skel" skeleton "$res/skeleton.log"
 python3 "$KIT/vm/check/tap-summary.py" --skeleton "$res/skeleton.log" "$res/skeleton.tap"
 
@@ -81,7 +81,8 @@ make_mutant() {
 	rm -rf "$out"
 	mkdir -p "$out"
 	cp "$dir"/solution/*.[ch] "$out"/
-	(cd "$dir/solution/kernel" && find . -type f) | while read -r f; do
+	# A marker patch (PATH.todo) stands for the tree's PATH.
+	(cd "$dir/solution/kernel" && find . -type f | sed 's/\.todo$//') | while read -r f; do
 		mkdir -p "$(dirname "$out/kernel/$f")"
 		cp "$(lab_src "$lab")/$f" "$out/kernel/$f"
 	done

@@ -12,6 +12,7 @@ the host only.
 """
 import importlib.util
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -192,6 +193,60 @@ class Exercises(unittest.TestCase):
             self.assertIn('n++;', read(mine))
             saved = [os.path.join(r, n) for r, _, ns in os.walk(save) for n in ns]
             self.assertEqual([read(p) for p in saved], ['my answer\n'])
+
+
+TREE_FILE = 'int a;\nint f(void)\n{\n\tint n = 1;\n\tn++;\n\treturn n;\n}\n'
+
+
+class MarkerPatch(unittest.TestCase):
+    """A kernel file of the kernel's is kept as a marker patch (PATH.todo)."""
+
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        d = self.dir.name
+        self.tree, self.sol = os.path.join(d, 'tree'), os.path.join(d, 'solution')
+        write(os.path.join(self.tree, 'fs', 'g.c'), TREE_FILE)
+        marked = os.path.join(d, 'marked.c')
+        write(marked, TREE_FILE.replace('\tint n = 1;', '\t/* TODO 1/2: count to two */\n\tint n = 1;'))
+        self.patch = exercises.todo_patch(self.tree, 'fs/g.c', marked, 2)
+        write(os.path.join(self.sol, 'kernel', 'fs', 'g.c.todo'), self.patch)
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def render(self, skeleton=True):
+        out = os.path.join(self.dir.name, 'out')
+        shutil.rmtree(out, ignore_errors=True)
+        exercises.write_tree(self.sol, out, skeleton, self.tree)
+        return read(os.path.join(out, 'kernel', 'fs', 'g.c'))
+
+    def test_renders_the_tree_file_with_markers(self):
+        self.assertEqual(self.render(), 'int a;\nint f(void)\n{\n\t/* TODO 1: count to two */\n'
+                                        '\treturn n;\n}\n')
+        self.assertEqual(exercises.verify_kernel(self.sol, self.tree), 0)
+
+    def test_follows_a_file_that_moved(self):
+        # A 6.1.y update added lines above: same context, another place.
+        write(os.path.join(self.tree, 'fs', 'g.c'), '/* new */\n/* lines */\n' + TREE_FILE)
+        self.assertTrue(self.render().startswith('/* new */\n/* lines */\nint a;'))
+
+    def test_changed_context_is_an_error(self):
+        write(os.path.join(self.tree, 'fs', 'g.c'), TREE_FILE.replace('n++', 'n += 1'))
+        with self.assertRaises(SystemExit):
+            self.render()
+        self.assertEqual(exercises.verify_kernel(self.sol, self.tree), 1)
+
+    def test_only_markers_may_be_added(self):
+        for bad in (self.patch.replace('+\t/* TODO', '+\tint evil;\n+\t/* TODO'),
+                    self.patch.replace(' \tn++;', '-\tn++;')):
+            write(os.path.join(self.sol, 'kernel', 'fs', 'g.c.todo'), bad)
+            with self.assertRaises(SystemExit):
+                self.render()
+
+    def test_no_tree_says_what_to_do(self):
+        with self.assertRaises(SystemExit) as e:
+            exercises.write_tree(self.sol, os.path.join(self.dir.name, 'x'), True, None)
+        self.assertIn('make kernel LAB=NN', str(e.exception))
 
 
 class Transcripts(unittest.TestCase):

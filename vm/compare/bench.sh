@@ -108,7 +108,7 @@ goals() {
 		unset BUILD
 		run() { "$@" >>"$log" 2>&1 || die "'$*' failed: see $log"; }
 		s=$SECONDS
-		run python3 vm/build/exercises.py sync "labs/$first" "build/labs/$first/exercise-state"
+		run python3 vm/build/exercises.py sync "labs/$first" "build/labs/$first/exercise-state" "build/labs/$first/src"
 		run vm/boot/lab-vm.sh "$first" probe "labs/$first/exercises" work
 		goal "first make lab ($first): extract, build, boot" $((SECONDS - s)) 240 "empty ccache, $(nproc) jobs"
 		scaling "$clone/build/labs/$first/src" "$clone/build/labs/$first/out/default"
@@ -128,7 +128,7 @@ goals() {
 		fi
 		second=$(all_labs | sed -n 2p)
 		s=$SECONDS
-		run python3 vm/build/exercises.py sync "labs/$second" "build/labs/$second/exercise-state"
+		run python3 vm/build/exercises.py sync "labs/$second" "build/labs/$second/exercise-state" "build/labs/$second/src"
 		run vm/boot/lab-vm.sh "$second" probe "labs/$second/exercises" work
 		goal "lab switch ${first%%-*} -> ${second%%-*} after make ahead" $((SECONDS - s)) 15 "to the VM's userspace"
 		f=$(cd "labs/$last/exercises" && find kernel -name '*.c' | sort | sed -n 1p)
