@@ -110,9 +110,11 @@ lay_over() {
 	local f
 	(cd "$overlay/kernel" && find . -type f | sort) | while read -r f; do
 		f=${f#./}
-		# Copy only what differs: make rebuilds by mtime.
+		# Copy only what differs: make rebuilds by mtime. Replace the
+		# file, never write into it: it may be a hard link shared with
+		# other trees (vm/build/seed-tree.py).
 		cmp -s "$overlay/kernel/$f" "$src/$f" || {
-			cp "$overlay/kernel/$f" "$src/$f"
+			cp --remove-destination "$overlay/kernel/$f" "$src/$f"
 			note OVERLAY "$f from ${overlay#"$KIT"/}"
 		}
 	done

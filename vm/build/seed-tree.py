@@ -4,9 +4,11 @@ incremental: Kbuild decides by file times and command lines, and a fresh
 worktree has neither right.
 
   seed-tree.py src SEED_SRC NEW_SRC
-      Files of NEW_SRC that are the same as in SEED_SRC get SEED_SRC's
-      time; what differs gets the time of now. Those files, and what
-      includes them, are what the first build compiles.
+      Files of NEW_SRC that are the same as in SEED_SRC become hard links
+      to SEED_SRC's (its time, and no second copy on disk: nine trees of
+      1.5 GB each were most of make test's 22 GB); what differs gets the
+      time of now. Those files, and what includes them, are what the
+      first build compiles.
   seed-tree.py out SEED_OUT NEW_OUT SEED_SRC NEW_SRC
       NEW_OUT (missing) becomes a copy of SEED_OUT, times kept, with the
       source tree named in Kbuild's command and dependency files changed
@@ -17,6 +19,12 @@ worktree has neither right.
 the files that differ are those between the two commits plus whatever is
 changed but not committed in either. A file git cannot vouch for keeps its
 new time: the safe side is a file compiled once too often.
+
+A linked file must never be written in place, or every tree sharing it
+changes. Git does not (it replaces a file it checks out or patches), nor
+does Kbuild (O= writes only the out dir); the kit's own overlay replaces
+the file too (lab-tree.sh), and make test checks afterwards that every
+lab's tree still holds exactly its series.
 """
 import os
 import shutil
@@ -54,14 +62,25 @@ def seed_src(seed, new):
             continue
         if st.st_size != mine.st_size:
             continue
-        os.utime(os.path.join(new, name), ns=(mine.st_atime_ns, st.st_mtime_ns),
-                 follow_symlinks=False)
+        path = os.path.join(new, name)
+        if (os.path.isfile(os.path.join(seed, name)) and not os.path.islink(path)
+                and (st.st_dev, st.st_ino) != (mine.st_dev, mine.st_ino)):
+            tmp = path + '.seed-link'
+            try:
+                os.link(os.path.join(seed, name), tmp)
+                os.replace(tmp, path)
+                same += 1
+                continue
+            except OSError:     # another filesystem: fall back to the time
+                if os.path.lexists(tmp):
+                    os.remove(tmp)
+        os.utime(path, ns=(mine.st_atime_ns, st.st_mtime_ns), follow_symlinks=False)
         same += 1
     # The index still has every file's checkout time: refresh it once
     # here, or each later `git diff` in this tree reads every file again.
     subprocess.run(['git', '-C', new, 'update-index', '-q', '--refresh'],
                    capture_output=True)
-    print(f'  SEED     {same} files as old as in {os.path.relpath(seed)}, '
+    print(f'  SEED     {same} files shared with {os.path.relpath(seed)}, '
           f'{len(differ)} newer')
 
 

@@ -142,4 +142,15 @@ for g in "$dir"/gdb/*.gdb; do
 done
 
 python3 "$KIT/vm/check/transcripts.py" check "$fresh" "$KIT/docs/transcripts/$lab" "$res/transcripts.tap"
+
+# Trees share the files they have in common as hard links (seed-tree.py):
+# an overlay written into one instead of replacing it would show up here,
+# as a change in the lab's own tree.
+changed=$(git -C "$(lab_src "$lab")" status --porcelain --untracked-files=no)
+if [ -z "$changed" ]; then
+	echo "ok tree: ${lab}'s kernel tree still holds exactly its series"
+else
+	echo "not ok tree: ${lab}'s kernel tree changed during the run (an overlay written into a shared file?)"
+	printf '%s\n' "$changed" | sed 's/^/# /'
+fi | python3 "$KIT/vm/check/tap.py" number >"$res/tree.tap"
 exit 0
