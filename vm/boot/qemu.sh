@@ -88,6 +88,7 @@ fi
 
 mkdir -p "$(dirname "$log")"
 : >"$log"
+boot_ok=$(marker LAB_BOOT_OK)
 "${args[@]}" -display none -monitor none -serial "file:$log" </dev/null &
 qemu=$!
 if [ "${QUIET:-0}" != 1 ]; then
@@ -109,7 +110,6 @@ stop() {
 }
 
 timeout=${TIMEOUT:-900}
-boot_ok=$(marker LAB_BOOT_OK)
 start=$SECONDS
 booted=
 while kill -0 "$qemu" 2>/dev/null; do
@@ -124,11 +124,13 @@ while kill -0 "$qemu" 2>/dev/null; do
 		stop "the guest was still running after ${timeout}s" \
 			"a test is stuck (the last lines name it); raise TIMEOUT=seconds if it is only slow"
 	fi
-	sleep 0.2
+	# Short: every boot waits for the tick after QEMU's exit.
+	sleep 0.05
 done
 rc=0
 wait "$qemu" || rc=$?
-sleep 0.2
+# Let tail print the console's last lines.
+[ "${QUIET:-0}" = 1 ] || sleep 0.2
 case $rc in
 1) exit 0 ;;
 3) exit 1 ;;

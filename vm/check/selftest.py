@@ -147,6 +147,13 @@ class Markers(unittest.TestCase):
                                 or f'"{value}"' in line or f"'^{value}" in line]
                         self.assertEqual(hits, [], f'{path} spells the marker {value}')
 
+    def test_shell_reads_the_same(self):
+        # lib.sh's marker (sed, for the boot path) and tap.py agree.
+        for name, value in tap.tap.read_markers().items():
+            got = subprocess.run(['bash', '-c', f'. {VM}/lib.sh; marker {name}'],
+                                 capture_output=True, text=True).stdout.strip()
+            self.assertEqual(got, value, name)
+
     def test_number(self):
         out = tap.tap.number(['ok a\n', '# why\n', 'not ok b\n']).text()
         self.assertEqual(out, 'TAP version 13\nok 1 a\n# why\nnot ok 2 b\n1..2\n')
