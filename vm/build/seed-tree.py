@@ -49,9 +49,15 @@ def seed_src(seed, new):
         differ |= names(git(tree, 'ls-files', '-z', '--others'))
     # What differs must be newer than anything the seed's out dir holds,
     # however old its checkout is.
+    # A file linked to other trees (the pristine checkout's, lab-tree.sh)
+    # gets a copy of its own first: their out dirs must not see it change.
     for name in differ:
         path = os.path.join(new, name)
         if os.path.lexists(path) and not os.path.islink(path):
+            if os.stat(path).st_nlink > 1:
+                shutil.copyfile(path, path + '.seed-copy')
+                shutil.copymode(path, path + '.seed-copy')
+                os.replace(path + '.seed-copy', path)
             os.utime(path)
     same = 0
     for name in names(git(new, 'ls-files', '-z')) - differ:

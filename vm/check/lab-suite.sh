@@ -150,12 +150,16 @@ done
 
 python3 "$KIT/vm/check/transcripts.py" check "$fresh" "$KIT/docs/transcripts/$lab" "$res/transcripts.tap"
 
-# Trees share the files they have in common as hard links (seed-tree.py):
-# an overlay written into one instead of replacing it would show up here,
-# as a change in the lab's own tree.
-changed=$(git -C "$(lab_src "$lab")" status --porcelain --untracked-files=no)
+# Trees share the files they have in common as hard links, with each other
+# (seed-tree.py) and with the pristine checkout (lab-tree.sh): an overlay
+# written into one instead of replacing it would show up here, as a change
+# in the lab's own tree or in build/linux.
+changed=$( {
+	git -C "$(lab_src "$lab")" status --porcelain --untracked-files=no
+	git -C "$PRISTINE" status --porcelain --untracked-files=no | sed 's|^|build/linux: |'
+} )
 if [ -z "$changed" ]; then
-	echo "ok tree: ${lab}'s kernel tree still holds exactly its series"
+	echo "ok tree: ${lab}'s kernel tree still holds exactly its series, build/linux its tarball"
 else
 	echo "not ok tree: ${lab}'s kernel tree changed during the run (an overlay written into a shared file?)"
 	printf '%s\n' "$changed" | sed 's/^/# /'

@@ -7,10 +7,12 @@ masking (transcripts.py), the build progress filter (kbuild-progress.awk)
 and the run record make gdb reads (lib.sh). A bug there turns a failing
 lab into a green run, so each gets cases whose answer is known, including
 the ones that must come out as failures; and lab-tree.sh's
-following of Debian's 6.1.y versions, on a made-up tarball. Seconds, on
-the host only.
+following of Debian's 6.1.y versions, on a made-up tarball, with the hard
+links its trees share (seed-tree.py). Seconds, on the host only.
 """
+import contextlib
 import importlib.util
+import io
 import os
 import shutil
 import subprocess
@@ -352,6 +354,53 @@ class SourceVersion(unittest.TestCase):
                                  capture_output=True, text=True, check=True).stdout
             self.assertEqual(log.splitlines(), ['Debian linux-source-6.1 6.1.2-1, pristine',
                                                 'Debian linux-source-6.1 6.1.1-1, pristine'])
+
+    def test_new_tree_shares_the_pristine_files(self):
+        with tempfile.TemporaryDirectory() as d:
+            self.tarball(d, 'first\n')
+            self.prepare(d, '6.1.1-1')      # the series fails on this tree, after it is made
+            pristine = os.path.join(d, 'build', 'linux', 'Makefile')
+            mine = os.path.join(d, 'build', 'labs', '01-anon-inode', 'src', 'Makefile')
+            self.assertEqual(os.stat(mine).st_ino, os.stat(pristine).st_ino)
+            status = subprocess.run(['git', '-C', os.path.dirname(mine), 'status', '--porcelain'],
+                                    capture_output=True, text=True, check=True).stdout
+            self.assertEqual(status, '')
+
+
+class SeedTree(unittest.TestCase):
+    """seed-tree.py src: a file the new tree changes, but which it shares
+    with a third tree as a hard link, must change only in the new tree."""
+
+    def test_changed_file_is_unlinked_first(self):
+        seed_tree = load('build/seed-tree')
+        with tempfile.TemporaryDirectory() as d:
+            git = lambda tree, *a: subprocess.run(
+                ['git', '-C', tree, '-c', 'user.name=t', '-c', 'user.email=t@t', *a],
+                check=True, capture_output=True)
+            base, seed, new = (os.path.join(d, n) for n in ('base', 'seed', 'new'))
+            write(os.path.join(base, 'f.h'), 'old\n')
+            write(os.path.join(base, 'g.c'), 'same\n')
+            git(base, 'init', '-q', '-b', 'pristine')
+            git(base, 'add', '-A')
+            git(base, 'commit', '-q', '-m', 'base')
+            git(base, 'worktree', 'add', '-q', '--detach', seed, 'pristine')
+            write(os.path.join(seed, 'f.h'), 'patched\n')
+            git(seed, 'commit', '-q', '-am', 'patch')
+            git(base, 'worktree', 'add', '-q', '--detach', new, 'pristine')
+            # The new tree's f.h is the base tree's file, as lab-tree.sh makes it.
+            os.replace(os.path.join(new, 'f.h'), os.path.join(new, 'f.h.x'))
+            os.link(os.path.join(base, 'f.h'), os.path.join(new, 'f.h'))
+            os.remove(os.path.join(new, 'f.h.x'))
+            os.utime(os.path.join(base, 'f.h'), (1000000000, 1000000000))
+            with contextlib.redirect_stdout(io.StringIO()):
+                seed_tree.seed_src(seed, new)
+            self.assertEqual(os.stat(os.path.join(base, 'f.h')).st_mtime, 1000000000)
+            self.assertNotEqual(os.stat(os.path.join(new, 'f.h')).st_ino,
+                                os.stat(os.path.join(base, 'f.h')).st_ino)
+            self.assertGreater(os.stat(os.path.join(new, 'f.h')).st_mtime, 1000000000)
+            self.assertEqual(read(os.path.join(new, 'f.h')), 'old\n')
+            self.assertEqual(os.stat(os.path.join(new, 'g.c')).st_ino,
+                             os.stat(os.path.join(seed, 'g.c')).st_ino)
 
 
 if __name__ == '__main__':
