@@ -49,11 +49,16 @@ mapfile -t before < <([ ${#objs[@]} -eq 0 ] || warnings "$PRISTINE" "$base")
 
 # Accepted on purpose, each with its reason (vm/check/sparse-known.txt).
 mapfile -t known < <(sed -n '/^[^#]/s/ # .*//p' "$KIT/vm/check/sparse-known.txt")
+# Looked up from here-strings, not pipes: grep -q leaves at its first
+# match, and under pipefail the writer's SIGPIPE would turn a match into
+# a miss now and then.
+before_text=$(printf '%s\n' "${before[@]}")
+known_text=$(printf '%s\n' "${known[@]}")
 bad=0
 tap=$(for w in "${mine[@]}"; do
-	if printf '%s\n' "${before[@]}" | grep -qxF -- "$w"; then
+	if grep -qxF -- "$w" <<<"$before_text"; then
 		echo "ok sparse/W=1: already in pristine 6.1: $w"
-	elif printf '%s\n' "${known[@]}" | grep -qxF -- "$w"; then
+	elif grep -qxF -- "$w" <<<"$known_text"; then
 		echo "ok sparse/W=1: known, see vm/check/sparse-known.txt: $w"
 	else
 		echo "not ok sparse/W=1: new in the series: $w"
