@@ -65,10 +65,12 @@ fi
 
 # Nothing to do when no file of the tree is newer than the start of the
 # last good build (an edit, a laid-over exercise, a re-applied patch all
-# are): Kbuild would take ten seconds or more to say so.
+# are): Kbuild would take ten seconds or more to say so. Files only: a
+# folder's time changes with a temporary file in it (merge_config.sh
+# writes one into the tree's top while it configures another flavour).
 if [ -f "$out/build.stamp" ] && [ -f "$out/vmlinux" ] && [ -f "$out/arch/x86/boot/bzImage" ] &&
 	[ "$(cat "$out/config.stamp")" = "$want" ] && [ "$out/build.stamp" -nt "$out/.config" ] &&
-	[ -z "$(find "$src" -path "$src/.git" -prune -o -newer "$out/build.stamp" -print -quit)" ]; then
+	[ -z "$(find "$src" -path "$src/.git" -prune -o -newer "$out/build.stamp" ! -type d -print -quit)" ]; then
 	note KERNEL "${out#"$BUILD"/} is up to date (no file changed since its last build)"
 	echo "bzImage: $out/arch/x86/boot/bzImage"
 	echo "vmlinux: $out/vmlinux"
@@ -93,14 +95,19 @@ note BUILD "${out#"$BUILD"/} with $(nproc) jobs"
 start=$(date +%s)
 rm -f "$out/build.stamp"
 touch "$out/build.stamp.new"
-make -C "$src" O="$out" -j"$(nproc)" CC="$cc" \
+# Kbuild sees none of the kit's own make variables. `make test DEBUG=1`
+# exports DEBUG, with which tools/lib/subcmd builds at -O0: objtool
+# changes, and every object that objtool checked is made again, and once
+# more on the next build without DEBUG.
+env -u DEBUG -u LAB -u MAKEFLAGS -u MFLAGS -u MAKEOVERRIDES -u MAKELEVEL \
+	make -C "$src" O="$out" -j"$(nproc)" CC="$cc" \
 	KBUILD_BUILD_USER=kit KBUILD_BUILD_HOST=pidfs-workshop \
 	"${goals[@]}" 2>&1 | "$KIT/vm/build/kbuild-progress.awk" -v total="${total:-0}" \
 	-v tty="$([ -t 1 ] && echo 1 || echo 0)" -v start="$start"
 # The link's stepping stones: vmlinux.o (every object in one, DWARF
-# included) and kallsyms' two trial links are 225 MB of each 570 MB out
-# dir, 40% of build/ over ten of them. Nothing reads them once vmlinux is
-# linked, and a build that changes an object makes them again anyway.
+# included) and kallsyms' two trial links are 210 MB of each 570 MB out
+# dir, and make test makes a dozen out dirs. Nothing reads them once
+# vmlinux is linked, and a build that changes an object makes them again.
 rm -f "$out/vmlinux.o" "$out"/.tmp_vmlinux*
 find "$out" -name '*.o' ! -name '*.mod.o' | wc -l >"$out/objects.count"
 mv "$out/build.stamp.new" "$out/build.stamp"
