@@ -60,11 +60,11 @@ if command -v ccache >/dev/null; then
 	# with DWARF: more than ccache's default 5 GB, which would evict the
 	# first lab's objects before `make test` gets back to them.
 	export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-20G}
-	# On a miss, ccache's default mode runs the preprocessor once more just
-	# to name the result: about a fifth on top of every cold compile. Kbuild asks
-	# gcc for the headers it read (-Wp,-MMD), and depend mode names the
-	# result from those instead. Lookups are the same in both modes, so a
-	# cache filled either way still hits.
+	# On a miss, ccache's default mode runs the preprocessor once more
+	# just to name the result: about a fifth on top of every cold
+	# compile. Kbuild asks gcc for the headers it read (-Wp,-MMD), and
+	# depend mode names the result from those instead. Lookups are the
+	# same in both modes, so a cache filled either way still hits.
 	export CCACHE_DEPEND=1
 	cc="ccache gcc"
 fi
