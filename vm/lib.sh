@@ -19,6 +19,27 @@ marker() {
 		"$KIT/vm/guest/markers.h"
 }
 
+# ccache's settings for every kernel build (kbuild.sh), in one place so
+# that make selftest checks the same ones.
+ccache_env() {
+	# Sources are named relative to the build dir (../../src/x.c) and every
+	# lab tree keeps the same shape, so with the base dir at $BUILD and the
+	# cwd left out of the hash, lab trees share each other's objects.
+	export CCACHE_BASEDIR=$BUILD CCACHE_NOHASHDIR=1
+	# Four labs, their skeletons and variants, the debug flavour and 6.12
+	# with DWARF: more than ccache's default 5 GB, which would evict the
+	# first lab's objects before `make test` gets back to them.
+	export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-20G}
+	# Depend mode would spare a miss its second preprocessor run, but
+	# Debian 12's ccache (4.7.5) then no longer sees .incbin. piggy.S
+	# pulls the gzipped vmlinux into bzImage that way, and its text holds
+	# only the two sizes: a build whose sizes matched the last one's got
+	# the old piggy.o back, and the VM booted the old kernel. Off, even
+	# if ccache.conf or the environment turns it on.
+	unset CCACHE_DEPEND
+	export CCACHE_NODEPEND=1
+}
+
 note() {
 	printf '  %-8s %s\n' "$1" "$2"
 }

@@ -52,20 +52,7 @@ fi
 
 cc=gcc
 if command -v ccache >/dev/null; then
-	# Sources are named relative to the build dir (../../src/x.c) and every
-	# lab tree keeps the same shape, so with the base dir at $BUILD and the
-	# cwd left out of the hash, lab trees share each other's objects.
-	export CCACHE_BASEDIR=$BUILD CCACHE_NOHASHDIR=1
-	# Four labs, their skeletons and variants, the debug flavour and 6.12
-	# with DWARF: more than ccache's default 5 GB, which would evict the
-	# first lab's objects before `make test` gets back to them.
-	export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-20G}
-	# On a miss, ccache's default mode runs the preprocessor once more
-	# just to name the result: about a fifth on top of every cold
-	# compile. Kbuild asks gcc for the headers it read (-Wp,-MMD), and
-	# depend mode names the result from those instead. Lookups are the
-	# same in both modes, so a cache filled either way still hits.
-	export CCACHE_DEPEND=1
+	ccache_env
 	cc="ccache gcc"
 fi
 

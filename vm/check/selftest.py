@@ -8,7 +8,9 @@ and the run record make gdb reads (lib.sh). A bug there turns a failing
 lab into a green run, so each gets cases whose answer is known, including
 the ones that must come out as failures; and lab-tree.sh's
 following of Debian's 6.1.y versions, on a made-up tarball, with the hard
-links its trees share (seed-tree.py). Seconds, on the host only.
+links its trees share (seed-tree.py); and ccache's settings (lib.sh),
+which must never hand back an object made from old data. Seconds, on
+the host only.
 """
 import contextlib
 import importlib.util
@@ -321,6 +323,30 @@ class RunRecord(unittest.TestCase):
             dead.wait()
             write(os.path.join(d, 'run', 'gdb-4321'), f'pid={dead.pid}\nvmlinux=/t/vmlinux\n')
             self.assertNotEqual(self.lookup(d, 4321, 'vmlinux').returncode, 0)
+
+
+@unittest.skipUnless(shutil.which('ccache') and shutil.which('gcc'), 'no ccache or gcc')
+class Ccache(unittest.TestCase):
+    """kbuild.sh's ccache settings (lib.sh's ccache_env) on an assembler
+    file that pulls in data with .incbin, as piggy.S pulls the compressed
+    vmlinux into bzImage. The data changes, its size does not: the
+    object must change too, even with depend mode asked for."""
+
+    def compile(self, d):
+        subprocess.run(['bash', '-c', f'. {VM}/lib.sh; ccache_env; '
+                        'ccache gcc -Wp,-MMD,t.d -c t.S -o t.o'],
+                       cwd=d, check=True, env=dict(os.environ, CCACHE_DIR=os.path.join(d, 'cache'),
+                                                   CCACHE_DEPEND='1'))
+        return subprocess.run(['objcopy', '-O', 'binary', '-j', '.rodata', 't.o', '/dev/stdout'],
+                              cwd=d, check=True, capture_output=True).stdout
+
+    def test_changed_incbin_data_is_compiled_again(self):
+        with tempfile.TemporaryDirectory() as d:
+            write(os.path.join(d, 't.S'), '.section .rodata\n.incbin "data.bin"\n')
+            write(os.path.join(d, 'data.bin'), 'old!')
+            self.assertEqual(self.compile(d), b'old!')
+            write(os.path.join(d, 'data.bin'), 'new!')
+            self.assertEqual(self.compile(d), b'new!')
 
 
 class SourceVersion(unittest.TestCase):
