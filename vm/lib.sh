@@ -38,6 +38,10 @@ ccache_env() {
 	# if ccache.conf or the environment turns it on.
 	unset CCACHE_DEPEND
 	export CCACHE_NODEPEND=1
+	# A hit still hashes every header the object includes, a few hundred
+	# of them: keep those hashes between compiles (keyed by inode, size
+	# and times in nanoseconds, so an edit is hashed again).
+	export CCACHE_INODECACHE=1
 }
 
 note() {
