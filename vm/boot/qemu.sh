@@ -34,8 +34,11 @@ tcg) accel_args=(-accel tcg -cpu max) ;;
 *) die "ACCEL must be kvm or tcg, not '$accel'" ;;
 esac
 
+# microvm: no PCI, no ACPI, a firmware (qboot) that only loads the kernel;
+# what the kit's kernel does without (vm/config/base.config). Its ISA bus
+# keeps the serial port, the debug-exit port and the clock (rtc=on).
 # shellcheck disable=SC2054 # the commas belong to QEMU's option syntax
-args=(qemu-system-x86_64 -nodefaults -no-reboot "${accel_args[@]}"
+args=(qemu-system-x86_64 -M microvm,acpi=off,rtc=on -nodefaults -no-reboot "${accel_args[@]}"
 	-m "${MEM:-512M}" -smp "${SMP:-2}"
 	-kernel "$kernel" -initrd "$initrd"
 	-append "console=ttyS0 nokaslr panic=-1 loglevel=4 lab.mode=$mode ${APPEND:-}"
@@ -47,7 +50,7 @@ if [ -n "${LIVE_DIR:-}" ]; then
 	mkdir -p "$LIVE_DIR"
 	# shellcheck disable=SC2054 # the commas belong to QEMU's option syntax
 	args+=(-fsdev "local,id=lablive,path=$LIVE_DIR,security_model=none,readonly=on"
-		-device virtio-9p-pci,fsdev=lablive,mount_tag=lablive)
+		-device virtio-9p-device,fsdev=lablive,mount_tag=lablive)
 fi
 
 boot_timeout=${BOOT_TIMEOUT:-60}

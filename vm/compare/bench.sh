@@ -68,7 +68,7 @@ goal() {
 }
 
 # In the built out dir $2 of tree $1, ccache off: what the make programs
-# 9p folder costs every build (the objects PCI, virtio and 9p add), and
+# 9p folder costs every build (the objects virtio and 9p add), and
 # how a build scales with cores (fs/ with 1 job and with all of them;
 # Amdahl's law on the two gives the parallel fraction, from which make
 # ahead's time on other core counts is estimated).
@@ -76,9 +76,9 @@ scaling() {
 	local src=$1 out=$2 n t t1 tn
 	n=$(nproc)
 	kbuild() { secs env CCACHE_DISABLE=1 make -C "$src" O="$out" -s ARCH=x86_64 CC="ccache gcc" "$@"; }
-	(cd "$out" && rm -f drivers/pci/*.o drivers/pci/*/*.o drivers/virtio/*.o net/9p/*.o fs/9p/*.o)
-	t=$(kbuild -j"$n" drivers/pci/ drivers/virtio/ net/9p/ fs/9p/)
-	row "the 9p share of a build (PCI, virtio, 9p)" "${t} s" "make programs' folder, ccache off" >&2
+	(cd "$out" && rm -f drivers/virtio/*.o net/9p/*.o fs/9p/*.o)
+	t=$(kbuild -j"$n" drivers/virtio/ net/9p/ fs/9p/)
+	row "the 9p share of a build (virtio, 9p)" "${t} s" "make programs' folder, ccache off" >&2
 	(cd "$out" && rm -f fs/*.o fs/*/*.o)
 	t1=$(kbuild -j1 fs/)
 	(cd "$out" && rm -f fs/*.o fs/*/*.o)

@@ -335,8 +335,8 @@ TEST(stress_open_while_exiting)
 	       has("/sys/kernel/debug/debug_objects") ? "on" : "off",
 	       has("/sys/kernel/debug/kmemleak") ? "on" : "off");
 	/*
-	 * kmemleak: what is unreferenced now (ACPI's early-boot caches are)
-	 * is not this test's business. Scan, forget it, and stop the
+	 * kmemleak: what is unreferenced now (some of early boot's caches
+	 * are) is not this test's business. Scan, forget it, and stop the
 	 * background scans; kernel_stayed_quiet asks about what is new.
 	 */
 	if (has("/sys/kernel/debug/kmemleak")) {
@@ -387,8 +387,8 @@ TEST(stress_open_while_exiting)
 /*
  * The objects in a kmemleak report that were not allocated by the boot
  * CPU's idle task (comm "swapper/0", pid 0): those come from early boot,
- * ACPI's caches for one, long before any test ran, and kmemleak cannot
- * always be told to forget them.
+ * long before any test ran, and kmemleak cannot always be told to forget
+ * them.
  */
 static int leaks_after_boot(char *report)
 {
