@@ -56,15 +56,6 @@ if command -v ccache >/dev/null; then
 	cc="ccache gcc"
 fi
 
-# Kbuild runs nm on every object it compiles (scripts/check-local-export).
-# GNU nm loads every plugin in bfd-plugins/ first, and where LLVM's linker
-# tools are installed that is LLVMgold with all of libLLVM: 80 ms a call
-# instead of 8, about 40 seconds per kernel on two cores. Naming gcc's own
-# plugin makes nm load only that one.
-nm=(nm)
-plugin=$(gcc -print-file-name=liblto_plugin.so)
-[ -f "$plugin" ] && nm=(nm --plugin "$plugin")
-
 # Nothing to do when no file of the tree is newer than the start of the
 # last good build (an edit, a laid-over exercise, a re-applied patch all
 # are): Kbuild would take ten seconds or more to say so. Files only: a
@@ -97,12 +88,18 @@ note BUILD "${out#"$BUILD"/} with $(nproc) jobs"
 start=$(date +%s)
 rm -f "$out/build.stamp"
 touch "$out/build.stamp.new"
+# Kbuild runs nm on every object it compiles (scripts/check-local-export).
+# GNU nm loads every plugin in bfd-plugins/ first, and where LLVM's linker
+# tools are installed that is LLVMgold with all of libLLVM: 80 ms a call
+# instead of 8, about 40 seconds per kernel on two cores. gcc-nm (part of
+# gcc) is nm told to load gcc's own plugin, and no other.
+#
 # Kbuild sees none of the kit's own make variables. `make test DEBUG=1`
 # exports DEBUG, with which tools/lib/subcmd builds at -O0: objtool
 # changes, and every object that objtool checked is made again, and once
 # more on the next build without DEBUG.
 env -u DEBUG -u LAB -u MAKEFLAGS -u MFLAGS -u MAKEOVERRIDES -u MAKELEVEL \
-	make -C "$src" O="$out" -j"$(nproc)" CC="$cc" NM="${nm[*]}" \
+	make -C "$src" O="$out" -j"$(nproc)" CC="$cc" NM=gcc-nm \
 	KBUILD_BUILD_USER=kit KBUILD_BUILD_HOST=pidfs-workshop \
 	"${goals[@]}" 2>&1 | "$KIT/vm/build/kbuild-progress.awk" -v total="${total:-0}" \
 	-v tty="$([ -t 1 ] && echo 1 || echo 0)" -v start="$start"
