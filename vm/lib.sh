@@ -30,12 +30,12 @@ ccache_env() {
 	# with DWARF: more than ccache's default 5 GB, which would evict the
 	# first lab's objects before `make test` gets back to them.
 	export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-20G}
-	# Depend mode would spare a miss its second preprocessor run, but
-	# Debian 12's ccache (4.7.5) then no longer sees .incbin. piggy.S
-	# pulls the gzipped vmlinux into bzImage that way, and its text holds
-	# only the two sizes: a build whose sizes matched the last one's got
-	# the old piggy.o back, and the VM booted the old kernel. Off, even
-	# if ccache.conf or the environment turns it on.
+	# Off by default: in depend mode Debian 12's ccache (4.7.5) no longer
+	# sees .incbin. piggy.S pulls the gzipped vmlinux into bzImage that
+	# way, and its text holds only the two sizes: a build whose sizes
+	# matched the last one's got the old piggy.o back, and the VM booted
+	# the old kernel. vm/build/ccache-cc.sh turns it on for the C files
+	# that do not say .incbin, whatever ccache.conf or the environment say.
 	unset CCACHE_DEPEND
 	export CCACHE_NODEPEND=1
 	# A hit still hashes every header the object includes, a few hundred

@@ -53,7 +53,7 @@ fi
 cc=gcc
 if command -v ccache >/dev/null; then
 	ccache_env
-	cc="ccache gcc"
+	cc=$KIT/vm/build/ccache-cc.sh
 fi
 
 # Nothing to do when no file of the tree is newer than the start of the

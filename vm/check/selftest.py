@@ -327,26 +327,47 @@ class RunRecord(unittest.TestCase):
 
 @unittest.skipUnless(shutil.which('ccache') and shutil.which('gcc'), 'no ccache or gcc')
 class Ccache(unittest.TestCase):
-    """kbuild.sh's ccache settings (lib.sh's ccache_env) on an assembler
-    file that pulls in data with .incbin, as piggy.S pulls the compressed
-    vmlinux into bzImage. The data changes, its size does not: the
-    object must change too, even with depend mode asked for."""
+    """Kbuild's compiler (vm/build/ccache-cc.sh, with lib.sh's ccache_env),
+    asked for depend mode as ccache.conf might: whatever an object is made
+    from must reach it. Data pulled in with .incbin, as piggy.S pulls the
+    compressed vmlinux into bzImage, changes while the source text does
+    not; so does a header a C file includes."""
 
-    def compile(self, d):
+    def compile(self, d, src, section):
         subprocess.run(['bash', '-c', f'. {VM}/lib.sh; ccache_env; '
-                        'ccache gcc -Wp,-MMD,t.d -c t.S -o t.o'],
+                        f'{VM}/build/ccache-cc.sh -Wp,-MMD,t.d -c {src} -o t.o'],
                        cwd=d, check=True, env=dict(os.environ, CCACHE_DIR=os.path.join(d, 'cache'),
                                                    CCACHE_DEPEND='1'))
-        return subprocess.run(['objcopy', '-O', 'binary', '-j', '.rodata', 't.o', '/dev/stdout'],
+        return subprocess.run(['objcopy', '-O', 'binary', '-j', section, 't.o', '/dev/stdout'],
                               cwd=d, check=True, capture_output=True).stdout
 
-    def test_changed_incbin_data_is_compiled_again(self):
+    def changed_data_is_compiled_again(self, src, text, section='.rodata'):
         with tempfile.TemporaryDirectory() as d:
-            write(os.path.join(d, 't.S'), '.section .rodata\n.incbin "data.bin"\n')
+            write(os.path.join(d, src), text)
             write(os.path.join(d, 'data.bin'), 'old!')
-            self.assertEqual(self.compile(d), b'old!')
+            self.assertEqual(self.compile(d, src, section), b'old!')
             write(os.path.join(d, 'data.bin'), 'new!')
-            self.assertEqual(self.compile(d), b'new!')
+            self.assertEqual(self.compile(d, src, section), b'new!')
+
+    def test_assembler_incbin(self):
+        self.changed_data_is_compiled_again('t.S', '.section .rodata\n.incbin "data.bin"\n')
+
+    def test_c_incbin(self):
+        self.changed_data_is_compiled_again(
+            't.c', 'asm(".section .rodata\\n.incbin \\"data.bin\\"\\n.previous");\n')
+
+    def test_c_header(self):
+        with tempfile.TemporaryDirectory() as d:
+            write(os.path.join(d, 't.c'), '#include "t.h"\nconst char s[4] = TEXT;\n')
+            write(os.path.join(d, 't.h'), '#define TEXT "old!"\n')
+            self.assertEqual(self.compile(d, 't.c', '.rodata'), b'old!')
+            write(os.path.join(d, 't.h'), '#define TEXT "new!"\n')
+            self.assertEqual(self.compile(d, 't.c', '.rodata'), b'new!')
+            # Depend mode after all: no preprocessor run on the misses.
+            stats = subprocess.run(['ccache', '--print-stats'], capture_output=True, text=True,
+                                   env=dict(os.environ, CCACHE_DIR=os.path.join(d, 'cache'))).stdout
+            self.assertIn('\npreprocessed_cache_miss\t0\n', stats)
+            self.assertIn('\ncache_miss\t2\n', stats)
 
 
 class SourceVersion(unittest.TestCase):
