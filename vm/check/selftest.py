@@ -369,6 +369,20 @@ class Ccache(unittest.TestCase):
             self.assertIn('\npreprocessed_cache_miss\t0\n', stats)
             self.assertIn('\ncache_miss\t2\n', stats)
 
+    def test_paths_as_in_preprocessor_mode(self):
+        """Debug info names the source relative to the build dir, as
+        ccache's preprocessor mode has it: the object may go to any tree."""
+        with tempfile.TemporaryDirectory() as d:
+            write(os.path.join(d, 'src', 't.c'), 'int f(void) { return 1; }\n')
+            out = os.path.join(d, 'out')
+            os.makedirs(out)
+            subprocess.run(['bash', '-c', f'. {VM}/lib.sh; ccache_env; CCACHE_BASEDIR={d}; '
+                            f'{VM}/build/ccache-cc.sh -g -Wp,-MMD,t.d -I{d}/src -c {d}/src/t.c -o t.o'],
+                           cwd=out, check=True, env=dict(os.environ, CCACHE_DIR=os.path.join(d, 'cache')))
+            info = subprocess.run(['readelf', '--debug-dump=info', 't.o'], cwd=out, check=True,
+                                  capture_output=True, text=True).stdout
+            self.assertRegex(info, r'DW_AT_name +:.*: \.\./src/t\.c\n')
+
 
 class SourceVersion(unittest.TestCase):
     """lab-tree.sh on a made-up linux-source tarball: a newer Debian
