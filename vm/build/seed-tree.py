@@ -69,8 +69,10 @@ def seed_src(seed, new):
         if st.st_size != mine.st_size:
             continue
         path = os.path.join(new, name)
-        if (os.path.isfile(os.path.join(seed, name)) and not os.path.islink(path)
-                and (st.st_dev, st.st_ino) != (mine.st_dev, mine.st_ino)):
+        if (st.st_dev, st.st_ino) == (mine.st_dev, mine.st_ino):
+            same += 1       # one file already (both trees link the pristine one)
+            continue
+        if os.path.isfile(os.path.join(seed, name)) and not os.path.islink(path):
             tmp = path + '.seed-link'
             try:
                 os.link(os.path.join(seed, name), tmp)
