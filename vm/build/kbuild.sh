@@ -24,8 +24,9 @@ export ARCH=x86_64
 hold_lock "$out/.make-kernel.lock" "another run is building ${out#"$BUILD"/}"
 # The fragments, and the Kconfig files they are read against: a tree
 # started from another lab's (vm/build/seed-tree.py) has that lab's .config,
-# which may name a symbol this tree no longer has.
-want=$( { cat "${frags[@]}"; git -C "$src" ls-files -s -- '*Kconfig*' 2>/dev/null; } |
+# which may name a symbol this tree no longer has. Kbuild's variables as
+# well: a kernel built with other flags is not up to date.
+want=$( { cat "${frags[@]}"; echo "${KBUILD_VARS[*]}"; git -C "$src" ls-files -s -- '*Kconfig*' 2>/dev/null; } |
 	sha256sum | cut -c1-16)
 if [ "$(cat "$out/config.stamp" 2>/dev/null)" != "$want" ] || [ ! -f "$out/.config" ] ||
 	[ ! -f "$out/kconfig-ignored" ]; then
@@ -88,18 +89,12 @@ note BUILD "${out#"$BUILD"/} with $(nproc) jobs"
 start=$(date +%s)
 rm -f "$out/build.stamp"
 touch "$out/build.stamp.new"
-# Kbuild runs nm on every object it compiles (scripts/check-local-export).
-# GNU nm loads every plugin in bfd-plugins/ first, and where LLVM's linker
-# tools are installed that is LLVMgold with all of libLLVM: 80 ms a call
-# instead of 8, about 40 seconds per kernel on two cores. gcc-nm (part of
-# gcc) is nm told to load gcc's own plugin, and no other.
-#
-# Kbuild sees none of the kit's own make variables. `make test DEBUG=1`
-# exports DEBUG, with which tools/lib/subcmd builds at -O0: objtool
-# changes, and every object that objtool checked is made again, and once
-# more on the next build without DEBUG.
+# KBUILD_VARS: vm/lib.sh says why. Kbuild sees none of the kit's own make
+# variables. `make test DEBUG=1` exports DEBUG, with which tools/lib/subcmd
+# builds at -O0: objtool changes, and every object that objtool checked is
+# made again, and once more on the next build without DEBUG.
 env -u DEBUG -u LAB -u MAKEFLAGS -u MFLAGS -u MAKEOVERRIDES -u MAKELEVEL \
-	make -C "$src" O="$out" -j"$(nproc)" CC="$cc" NM=gcc-nm \
+	make -C "$src" O="$out" -j"$(nproc)" CC="$cc" "${KBUILD_VARS[@]}" \
 	KBUILD_BUILD_USER=kit KBUILD_BUILD_HOST=pidfs-workshop \
 	"${goals[@]}" 2>&1 | "$KIT/vm/build/kbuild-progress.awk" -v total="${total:-0}" \
 	-v tty="$([ -t 1 ] && echo 1 || echo 0)" -v start="$start"
