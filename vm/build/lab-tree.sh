@@ -149,26 +149,28 @@ elif [ -d "$src" ]; then
 	fi
 	note RESET "$src (series changed)"
 	git -C "$src" checkout -q --detach pristine
-elif [ -d "$(lab_root "$lab")/out" ]; then
-	# A kernel built from a tree that is gone: a checkout dates every
-	# file now, so that all of it compiles again.
-	mkdir -p "$(dirname "$src")"
-	git -C "$PRISTINE" worktree prune
-	git -C "$PRISTINE" worktree add -q --detach "$src" pristine
 else
-	# A new tree holds the pristine checkout's files as hard links: 1.4 GB
-	# not written again (seed-tree.py says why a link is safe here), in a
-	# third of a checkout's time. The pristine checkout's index describes
-	# those very files (same inodes, times and sizes), so it serves the new
-	# tree too, where building an index from scratch would hash every file
-	# (7 s). The hard reset rewrites any file that no longer matches the
-	# commit, whatever state that index was in.
 	mkdir -p "$(dirname "$src")"
 	git -C "$PRISTINE" worktree prune
-	git -C "$PRISTINE" worktree add -q --no-checkout --detach "$src" pristine
-	(cd "$PRISTINE" && find . -mindepth 1 -maxdepth 1 ! -name .git -print0 | xargs -0 cp -al -t "$src")
-	cp "$PRISTINE/.git/index" "$(git -C "$src" rev-parse --absolute-git-dir)/index"
-	git -C "$src" reset -q --hard
+	if [ -d "$(lab_root "$lab")/out" ]; then
+		# A kernel built from a tree that is gone: a checkout dates every
+		# file now, so that all of it compiles again.
+		git -C "$PRISTINE" worktree add -q --detach "$src" pristine
+	else
+		# A new tree holds the pristine checkout's files as hard links:
+		# 1.4 GB not written again (seed-tree.py says why a link is safe
+		# here), in a third of a checkout's time. The pristine checkout's
+		# index describes those very files (same inodes, times and sizes),
+		# so it serves the new tree too, where building an index from
+		# scratch would hash every file (7 s). The hard reset rewrites any
+		# file that no longer matches the commit, whatever state that
+		# index was in.
+		git -C "$PRISTINE" worktree add -q --no-checkout --detach "$src" pristine
+		(cd "$PRISTINE" && find . -mindepth 1 -maxdepth 1 ! -name .git -print0 |
+			xargs -0 cp -al -t "$src")
+		cp "$PRISTINE/.git/index" "$(git -C "$src" rev-parse --absolute-git-dir)/index"
+		git -C "$src" reset -q --hard
+	fi
 fi
 
 for p in "${patches[@]}"; do
