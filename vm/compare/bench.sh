@@ -17,7 +17,7 @@
 #   how a build scales with cores, make ahead, a lab switch after it, an
 #   edit of a kernel exercise, make check after make lab, then all of
 #   .ci/run (make test with an empty ccache, the debug run, disk used).
-#   About 2.5 hours on two cores; the machine's own ccache and build/labs
+#   About two hours on two cores; the machine's own ccache and build/labs
 #   stay as they are.
 #
 # ONLY=harness|micro|goals runs one part. The whole output goes to
