@@ -57,6 +57,15 @@ if command -v ccache >/dev/null; then
 	cc=$KIT/vm/build/ccache-cc.sh
 fi
 
+# The flags Kbuild takes from the environment change every object as a
+# command-line variable would, but no file's time: the last good build
+# keeps them in its stamp, and other flags are a reason to build.
+# (None set: an empty stamp, as stamps had before they held flags.)
+flags=$(for var in KCFLAGS KCPPFLAGS KAFLAGS; do
+	[ -z "${!var:-}" ] || echo "$var=${!var}"
+done | paste -sd' ')
+same_flags() { [ "$(cat "$out/build.stamp")" = "$flags" ]; }
+
 # Nothing to do when no file of the tree is newer than the start of the
 # last good build (an edit, a laid-over exercise, a re-applied patch all
 # are): Kbuild would take ten seconds or more to say so. Files only: a
@@ -64,6 +73,7 @@ fi
 # writes one into the tree's top while it configures another flavour).
 if [ -f "$out/build.stamp" ] && [ -f "$out/vmlinux" ] && [ -f "$out/arch/x86/boot/bzImage" ] &&
 	[ "$(cat "$out/config.stamp")" = "$want" ] && [ "$out/build.stamp" -nt "$out/.config" ] &&
+	same_flags &&
 	[ -z "$(find "$src" -path "$src/.git" -prune -o -newer "$out/build.stamp" ! -type d -print -quit)" ]; then
 	note KERNEL "${out#"$BUILD"/} is up to date (no file changed since its last build)"
 	echo "bzImage: $out/arch/x86/boot/bzImage"
@@ -71,12 +81,17 @@ if [ -f "$out/build.stamp" ] && [ -f "$out/vmlinux" ] && [ -f "$out/arch/x86/boo
 	exit 0
 fi
 
+if [ -f "$out/build.stamp" ] && ! same_flags; then
+	flags_was=$(cat "$out/build.stamp")
+	note FLAGS "last build: ${flags_was:-no flags}; now: ${flags:-no flags} (Kbuild makes again what they change)"
+fi
+
 # Exported headers and gdb's helpers need a look only when something other
 # than a C file changed: an exercise edit skips their second or more of
 # Kbuild walking its tree.
 goals=(bzImage scripts_gdb headers)
 if [ -f "$out/build.stamp" ] && [ -f "$out/vmlinux-gdb.py" ] && [ -d "$out/usr/include" ] &&
-	[ "$out/build.stamp" -nt "$out/.config" ] &&
+	[ "$out/build.stamp" -nt "$out/.config" ] && same_flags &&
 	[ -z "$(find "$src" -path "$src/.git" -prune -o -newer "$out/build.stamp" ! -type d ! -name '*.c' -print -quit)" ]; then
 	goals=(bzImage)
 fi
@@ -88,7 +103,7 @@ total=$(cat "$out/objects.count" 2>/dev/null ||
 note BUILD "${out#"$BUILD"/} with $(nproc) jobs"
 start=$(date +%s)
 rm -f "$out/build.stamp"
-touch "$out/build.stamp.new"
+echo "$flags" >"$out/build.stamp.new"
 # KBUILD_VARS: vm/lib.sh says why. Kbuild sees none of the kit's own make
 # variables. `make test DEBUG=1` exports DEBUG, with which tools/lib/subcmd
 # builds at -O0: objtool changes, and every object that objtool checked is

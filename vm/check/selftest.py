@@ -6,7 +6,8 @@ What make test believes comes from a few parsers: the TAP counts
 masking (transcripts.py), the build progress filter (kbuild-progress.awk)
 and the run record make gdb reads (lib.sh). A bug there turns a failing
 lab into a green run, so each gets cases whose answer is known, including
-the ones that must come out as failures; and lab-tree.sh's
+the ones that must come out as failures; kbuild.sh's shortcut that
+skips Kbuild when nothing changed; and lab-tree.sh's
 following of Debian's 6.1.y versions, on a made-up tarball, with the hard
 links its trees share (seed-tree.py); and ccache's settings (lib.sh),
 which must never hand back an object made from old data. Seconds, on
@@ -440,6 +441,91 @@ class SourceVersion(unittest.TestCase):
                 stale = subprocess.run(['git', '-C', tree, 'diff-files', '--name-only'],
                                        capture_output=True, text=True, check=True).stdout
                 self.assertEqual(stale, '', tree)
+
+
+class KbuildUpToDate(unittest.TestCase):
+    """kbuild.sh on a made-up kernel tree, with a make and a
+    merge_config.sh that only write down that they ran: the shortcut that
+    skips Kbuild must not skip a build with other flags, a changed Kconfig
+    or a changed file, and must skip one with nothing new."""
+
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        d = self.dir.name
+        self.src, self.out = os.path.join(d, 'src'), os.path.join(d, 'build', 'out')
+        self.log = os.path.join(d, 'calls.log')
+        write(os.path.join(self.src, 'Kconfig'), 'config A\n')
+        write(os.path.join(self.src, 'a.c'), 'int a;\n')
+        write(os.path.join(self.src, 'scripts', 'kconfig', 'merge_config.sh'),
+              '#!/bin/sh\necho merge_config >>"$CALLS"\ncat "$4" >"$3/.config"\n')
+        write(os.path.join(d, 'bin', 'make'), """#!/bin/sh
+for a; do case $a in O=*) out=${a#O=} ;; esac; done
+echo "make KCFLAGS=${KCFLAGS-} $*" >>"$CALLS"
+mkdir -p "$out/arch/x86/boot" "$out/usr/include"
+touch "$out/vmlinux" "$out/arch/x86/boot/bzImage" "$out/vmlinux-gdb.py"
+""")
+        for f in ('bin/make', 'src/scripts/kconfig/merge_config.sh'):
+            os.chmod(os.path.join(d, f), 0o755)
+        self.frag = os.path.join(d, 'lab.config')
+        write(self.frag, 'CONFIG_A=y\n')
+        self.git('init', '-q')
+        self.git('add', '-A')
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def git(self, *args):
+        subprocess.run(['git', '-C', self.src, *args], check=True, capture_output=True)
+
+    def build(self, **env):
+        """kbuild.sh once: the calls it made, and what it printed."""
+        if os.path.exists(self.log):
+            os.remove(self.log)
+        env = dict(os.environ, BUILD=os.path.join(self.dir.name, 'build'), CALLS=self.log,
+                   PATH=os.path.join(self.dir.name, 'bin') + ':' + os.environ['PATH'],
+                   CCACHE_DIR=os.path.join(self.dir.name, 'cache'), **env)
+        for var in ('KCFLAGS', 'KCPPFLAGS', 'KAFLAGS'):
+            if var not in env or not env[var]:
+                env.pop(var, None)
+        run = subprocess.run([os.path.join(VM, 'build', 'kbuild.sh'), self.src, self.out, self.frag],
+                             capture_output=True, text=True, env=env)
+        self.assertEqual(run.returncode, 0, run.stderr)
+        calls = read(self.log).splitlines() if os.path.exists(self.log) else []
+        return calls, run.stdout
+
+    def test_nothing_new_builds_nothing(self):
+        calls, _ = self.build()
+        self.assertEqual(calls[0], 'merge_config')
+        self.assertRegex(calls[1], r'^make KCFLAGS= .* bzImage scripts_gdb headers$')
+        calls, out = self.build()
+        self.assertEqual(calls, [])
+        self.assertIn('is up to date', out)
+
+    def test_other_flags_build_again(self):
+        self.build()
+        calls, out = self.build(KCFLAGS='-O1')
+        self.assertIn('last build: no flags; now: KCFLAGS=-O1 ', out)
+        self.assertEqual(len(calls), 1)
+        self.assertTrue(calls[0].startswith('make KCFLAGS=-O1 '), calls)
+        self.assertEqual(self.build(KCFLAGS='-O1')[0], [])
+        calls, _ = self.build()                 # back to the kit's own flags
+        self.assertEqual(len(calls), 1)
+        self.assertTrue(calls[0].startswith('make KCFLAGS= '), calls)
+
+    def test_changed_kconfig_configures_again(self):
+        self.build()
+        write(os.path.join(self.src, 'Kconfig'), 'config A\nconfig B\n')
+        self.git('add', 'Kconfig')
+        calls, _ = self.build()
+        self.assertEqual(calls[0], 'merge_config')
+        self.assertEqual(len(calls), 2)
+
+    def test_changed_c_file_builds_bzimage_only(self):
+        self.build()
+        write(os.path.join(self.src, 'a.c'), 'int a = 1;\n')
+        calls, _ = self.build()
+        self.assertEqual(len(calls), 1)
+        self.assertTrue(calls[0].endswith(' bzImage'), calls)
 
 
 class SeedTree(unittest.TestCase):
