@@ -9,7 +9,8 @@ lab into a green run, so each gets cases whose answer is known, including
 the ones that must come out as failures; kbuild.sh's shortcut that
 skips Kbuild when nothing changed; and lab-tree.sh's
 following of Debian's 6.1.y versions, on a made-up tarball, with the hard
-links its trees share (seed-tree.py); and ccache's settings (lib.sh),
+links its trees share (seed-tree.py) and the tree it makes again under an
+out dir that outlived the old one; and ccache's settings (lib.sh),
 which must never hand back an object made from old data. Seconds, on
 the host only.
 """
@@ -427,6 +428,24 @@ class SourceVersion(unittest.TestCase):
             status = subprocess.run(['git', '-C', os.path.dirname(mine), 'status', '--porcelain'],
                                     capture_output=True, text=True, check=True).stdout
             self.assertEqual(status, '')
+
+    def test_tree_under_an_old_build_is_dated_now(self):
+        """A tree made again under an out dir that outlived it must not
+        hand Kbuild the pristine files' old times, older than the objects
+        that out dir holds: every file would look already compiled."""
+        with tempfile.TemporaryDirectory() as d:
+            self.tarball(d, 'first\n')
+            pristine = os.path.join(d, 'build', 'linux', 'Makefile')
+            lab = os.path.join(d, 'build', 'labs', '01-anon-inode')
+            self.prepare(d, '6.1.1-1')
+            shutil.rmtree(os.path.join(lab, 'src'))
+            os.makedirs(os.path.join(lab, 'out', 'default'))
+            before = os.stat(os.path.join(lab, 'out', 'default')).st_mtime
+            self.prepare(d, '6.1.1-1')
+            mine = os.path.join(lab, 'src', 'Makefile')
+            self.assertNotEqual(os.stat(mine).st_ino, os.stat(pristine).st_ino)
+            self.assertGreaterEqual(os.stat(mine).st_mtime, before)
+            self.assertEqual(read(mine), 'first\n')
 
     def test_no_index_goes_stale(self):
         """Linking the pristine files into a new tree must leave both trees'

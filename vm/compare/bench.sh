@@ -113,7 +113,7 @@ goals() {
 		s=$SECONDS
 		run python3 vm/build/exercises.py sync "labs/$first" "build/labs/$first/exercise-state" "build/labs/$first/src"
 		run vm/boot/lab-vm.sh "$first" probe "labs/$first/exercises" work
-		goal "first make lab ($first): extract, build, boot" $((SECONDS - s)) 240 "empty ccache, $(nproc) jobs"
+		goal "first make lab ${first%%-*}: extract, build, boot" $((SECONDS - s)) 240 "empty ccache, $(nproc) jobs"
 		scaling "$clone/build/labs/$first/src" "$clone/build/labs/$first/out/default"
 		s=$SECONDS
 		run vm/build/ahead.sh
