@@ -31,6 +31,30 @@ marker() {
 # shellcheck disable=SC2034 # used by the scripts that source this file
 KBUILD_VARS=(NM=gcc-nm)
 
+# kbuild_args SRC: KBUILD_VARS, and for a tree whose Kbuild runs a shell
+# for every $(call cmd,x) also `cmd` as later Kbuild defines it, in
+# KBUILD_ARGS.
+#
+# 6.1's scripts/Kbuild.include starts `set -e; ...` in a shell even when
+# cmd_x is empty. Most are: each C object's rule calls cmd for checksrc,
+# checkdoc, symversions, record_mcount and more, so six idle shells
+# follow every compile, and a build after one edit starts one for every
+# C file of every folder it walks (765: about 3 of its 19 seconds here).
+# A Kbuild patch of December 2022 changed that (6.12 has it): an empty
+# command becomes `@:`, which make runs without a shell. The same definition on make's
+# command line does the same for 6.1. It changes how commands start, not
+# what they are: the .cmd files Kbuild compares stay as they were, so no
+# object is built again because of it. Only the exact 6.1 line is
+# replaced, so a tree with any other definition keeps its own.
+kbuild_args() {
+	KBUILD_ARGS=("${KBUILD_VARS[@]}")
+	# shellcheck disable=SC2016 # make's $(...), not the shell's
+	if grep -qxF 'cmd = @set -e; $(echo-cmd) $($(quiet)redirect) $(delete-on-interrupt) $(cmd_$(1))' \
+		"$1/scripts/Kbuild.include" 2>/dev/null; then
+		KBUILD_ARGS+=('cmd=@$(if $(cmd_$(1)),set -e; $(echo-cmd) $($(quiet)redirect) $(delete-on-interrupt) $(cmd_$(1)),:)')
+	fi
+}
+
 # ccache's settings for every kernel build (kbuild.sh), in one place so
 # that make selftest checks the same ones.
 ccache_env() {

@@ -104,12 +104,13 @@ note BUILD "${out#"$BUILD"/} with $(nproc) jobs"
 start=$(date +%s)
 rm -f "$out/build.stamp"
 echo "$flags" >"$out/build.stamp.new"
-# KBUILD_VARS: vm/lib.sh says why. Kbuild sees none of the kit's own make
+# KBUILD_ARGS: vm/lib.sh says why. Kbuild sees none of the kit's own make
 # variables. `make test DEBUG=1` exports DEBUG, with which tools/lib/subcmd
 # builds at -O0: objtool changes, and every object that objtool checked is
 # made again, and once more on the next build without DEBUG.
+kbuild_args "$src"
 env -u DEBUG -u LAB -u MAKEFLAGS -u MFLAGS -u MAKEOVERRIDES -u MAKELEVEL \
-	make -C "$src" O="$out" -j"$(nproc)" CC="$cc" "${KBUILD_VARS[@]}" \
+	make -C "$src" O="$out" -j"$(nproc)" CC="$cc" "${KBUILD_ARGS[@]}" \
 	KBUILD_BUILD_USER=kit KBUILD_BUILD_HOST=pidfs-workshop \
 	"${goals[@]}" 2>&1 | "$KIT/vm/build/kbuild-progress.awk" -v total="${total:-0}" \
 	-v tty="$([ -t 1 ] && echo 1 || echo 0)" -v start="$start"

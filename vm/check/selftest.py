@@ -7,7 +7,8 @@ masking (transcripts.py), the build progress filter (kbuild-progress.awk)
 and the run record make gdb reads (lib.sh). A bug there turns a failing
 lab into a green run, so each gets cases whose answer is known, including
 the ones that must come out as failures; kbuild.sh's shortcut that
-skips Kbuild when nothing changed; and lab-tree.sh's
+skips Kbuild when nothing changed, and the `cmd` it gives 6.1's Kbuild
+(lib.sh's kbuild_args); and lab-tree.sh's
 following of Debian's 6.1.y versions, on a made-up tarball, with the hard
 links its trees share (seed-tree.py) and the tree it makes again under an
 out dir that outlived the old one; and ccache's settings (lib.sh),
@@ -546,6 +547,71 @@ touch "$out/vmlinux" "$out/arch/x86/boot/bzImage" "$out/vmlinux-gdb.py"
         calls, _ = self.build()
         self.assertEqual(len(calls), 1)
         self.assertTrue(calls[0].endswith(' bzImage'), calls)
+
+    def test_6_1_kbuild_gets_later_kbuilds_cmd(self):
+        write(os.path.join(self.src, 'scripts', 'Kbuild.include'), KBUILD_6_1_CMD)
+        self.git('add', '-A')
+        calls, _ = self.build()
+        self.assertIn(' cmd=@$(if $(cmd_$(1)),set -e; ', calls[1])
+        # Any other definition (6.12's here) is the tree's own business.
+        write(os.path.join(self.src, 'scripts', 'Kbuild.include'), KBUILD_6_12_CMD)
+        calls, _ = self.build()
+        self.assertEqual(len(calls), 1)
+        self.assertNotIn(' cmd=', calls[0])
+
+
+# scripts/Kbuild.include's `cmd`, as Debian's 6.1 and 6.12 define it.
+KBUILD_6_1_CMD = ('cmd = @set -e; $(echo-cmd) $($(quiet)redirect) '
+                  '$(delete-on-interrupt) $(cmd_$(1))\n')
+KBUILD_6_12_CMD = ('cmd = @$(if $(cmd_$(1)),set -e; $($(quiet)log_print) '
+                   '$(delete-on-interrupt) $(cmd_$(1)),:)\n')
+
+
+class KbuildCmd(unittest.TestCase):
+    """lib.sh's kbuild_args: the `cmd` it gives 6.1's Kbuild on make's
+    command line must leave every non-empty command exactly as 6.1 writes
+    it (its .cmd files compare those) and make an empty one `@:`, which
+    make runs without a shell."""
+
+    def expand(self, *args):
+        """What $(call cmd,x) is in make, for an empty and a real cmd_x."""
+        with tempfile.TemporaryDirectory() as d:
+            write(os.path.join(d, 'scripts', 'Kbuild.include'), KBUILD_6_1_CMD)
+            write(os.path.join(d, 'Makefile'), """include scripts/Kbuild.include
+echo-cmd = echo '  $(quiet_cmd_$(1))';
+quiet = quiet_
+delete-on-interrupt = trap 'rm -f $@' INT;
+quiet_cmd_cc = CC      $@
+cmd_cc = gcc -c -o $@ x.c
+cmd_none =
+$(info none:$(call cmd,none))
+$(info cc:$(call cmd,cc))
+all: ;
+""")
+            run = subprocess.run(['make', '-s', '-C', d, *args], capture_output=True, text=True)
+            self.assertEqual(run.returncode, 0, run.stderr)
+            return dict(line.split(':', 1) for line in run.stdout.splitlines())
+
+    def args(self, include):
+        with tempfile.TemporaryDirectory() as d:
+            write(os.path.join(d, 'scripts', 'Kbuild.include'), include)
+            run = subprocess.run(['bash', '-c', '. "$1/lib.sh" && kbuild_args "$2" && '
+                                  'printf "%s\\n" "${KBUILD_ARGS[@]}"', '-', VM, d],
+                                 capture_output=True, text=True, check=True)
+            return run.stdout.splitlines()
+
+    def test_only_an_empty_command_changes(self):
+        args = self.args(KBUILD_6_1_CMD)
+        self.assertEqual(len(args), 2, args)
+        before, after = self.expand(), self.expand(args[1])
+        self.assertTrue(before['none'].startswith('@set -e;'), before)
+        self.assertEqual(after['none'], '@:')
+        self.assertEqual(after['cc'], before['cc'])
+        self.assertIn('gcc -c -o', after['cc'])
+
+    def test_other_kbuild_keeps_its_cmd(self):
+        self.assertEqual(self.args(KBUILD_6_12_CMD), ['NM=gcc-nm'])
+        self.assertEqual(self.args('cmd = something else\n'), ['NM=gcc-nm'])
 
 
 class SeedTree(unittest.TestCase):

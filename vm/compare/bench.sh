@@ -77,8 +77,9 @@ scaling() {
 	n=$(nproc)
 	# Kbuild's command line as kbuild.sh gives it: with another one, the
 	# next lab build would compile these objects once more.
+	kbuild_args "$src"
 	kbuild() { secs env CCACHE_DISABLE=1 make -C "$src" O="$out" -s ARCH=x86_64 \
-		CC="$KIT/vm/build/ccache-cc.sh" "${KBUILD_VARS[@]}" "$@"; }
+		CC="$KIT/vm/build/ccache-cc.sh" "${KBUILD_ARGS[@]}" "$@"; }
 	(cd "$out" && rm -f drivers/virtio/*.o net/9p/*.o fs/9p/*.o)
 	t=$(kbuild -j"$n" drivers/virtio/ net/9p/ fs/9p/)
 	row "the 9p share of a build (virtio, 9p)" "${t} s" "make programs' folder, ccache off" >&2
