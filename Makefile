@@ -36,6 +36,7 @@ help:
 	@echo "                          (it sees them at /lab/live at once; no reboot)"
 	@echo "  make solution LAB=NN    save your exercises to saved/, then put the reference solution in place"
 	@echo "  make exercises LAB=NN   (re)create missing exercise files; edited ones are never touched"
+	@echo "                          FRESH=1: back to the skeleton (your files and a solution saved first)"
 	@echo "  make gdb LAB=NN         gdb on the lab's vmlinux, connected to a VM started with GDB=1"
 	@echo "  make kernel LAB=NN      build the kernel only; prints the bzImage and vmlinux paths"
 	@echo "  make test [LAB=NN]      every lab (or one): solution, skeleton and gdb checks in the VM"
@@ -76,10 +77,12 @@ kernel:
 todo = $(shell find labs/$(lab)/solution/kernel -name '*.todo' 2>/dev/null)
 need-tree = $(if $(todo),@vm/deps.sh check >/dev/null || vm/deps.sh install; vm/build/lab-tree.sh $(lab))
 
+# FRESH=1: back to the skeleton, every file that is not one saved first.
 exercises:
 	$(need-lab)
 	$(need-tree)
-	@python3 vm/build/exercises.py sync labs/$(lab) build/labs/$(lab)/exercise-state build/labs/$(lab)/src
+	@python3 vm/build/exercises.py $(if $(filter 1,$(FRESH)),fresh,sync) labs/$(lab) \
+		build/labs/$(lab)/exercise-state $(if $(filter 1,$(FRESH)),saved) build/labs/$(lab)/src
 
 solution:
 	$(need-lab)

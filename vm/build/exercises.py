@@ -15,6 +15,10 @@ those m lines; the solution keeps both.
   exercises.py solution LAB_DIR STATE_DIR SAVE_DIR [TREE]
                                               put the solution in place, after
                                               saving every edited file
+  exercises.py fresh LAB_DIR STATE_DIR SAVE_DIR [TREE]
+                                              back to the skeleton, after saving
+                                              every file that is not the skeleton
+                                              (edits, or a solution put in place)
   exercises.py todo-patch TREE PATH MARKED_FILE [CONTEXT]
                                               print the marker patch that makes
                                               MARKED_FILE of TREE/PATH (for
@@ -30,7 +34,11 @@ exactly, wherever a 6.1.y update moved it.
 
 An attendee's edit is never overwritten: STATE_DIR/issued holds what the kit
 last wrote into exercises/, and a file that differs from it is theirs.
+STATE_DIR/issued.kind says what each issued file was, a skeleton or the
+solution the attendee asked for: sync refreshes an unedited skeleton to the
+current one, and leaves an unedited solution where it is until `fresh`.
 """
+import json
 import difflib
 import filecmp
 import os
@@ -203,48 +211,127 @@ def install(src, dst, issued):
     shutil.copyfile(src, issued)
 
 
+SKELETON, SOLUTION = 'skeleton', 'solution'
+
+
+class Issued:
+    """What the kit last wrote into exercises/: STATE_DIR/issued/NAME, the
+    file, and STATE_DIR/issued.kind, which of the two it was."""
+
+    def __init__(self, state, lab_dir, tree):
+        self.state, self.lab_dir, self.tree = state, lab_dir, tree
+        self.path = os.path.join(state, 'issued.kind')
+        try:
+            with open(self.path) as f:
+                self.kinds = json.load(f)
+        except (OSError, ValueError):
+            self.kinds = {}
+        self._solution = None
+
+    def file(self, name):
+        return os.path.join(self.state, 'issued', name)
+
+    def kind(self, name):
+        if name in self.kinds:
+            return self.kinds[name]
+        # Issued before kinds were kept: a solution put in place is still
+        # the solution, byte for byte.
+        if self._solution is None:
+            self._solution = os.path.join(self.state, 'solution')
+            write_tree(os.path.join(self.lab_dir, 'solution'), self._solution, False, self.tree)
+        return SOLUTION if same(self.file(name), os.path.join(self._solution, name)) else SKELETON
+
+    def install(self, src, dst, name, kind):
+        install(src, dst, self.file(name))
+        self.kinds[name] = kind
+
+    def save(self):
+        os.makedirs(self.state, exist_ok=True)
+        with open(self.path + '.new', 'w') as f:
+            json.dump(self.kinds, f, indent=1, sort_keys=True)
+        os.replace(self.path + '.new', self.path)
+
+
+def save_dir(lab_dir, save_root):
+    return os.path.join(save_root, os.path.basename(lab_dir.rstrip('/')),
+                        time.strftime('%Y%m%d-%H%M%S'))
+
+
+def keep_copy(dst, save, name):
+    os.makedirs(os.path.dirname(os.path.join(save, name)), exist_ok=True)
+    shutil.copy2(dst, os.path.join(save, name))
+
+
 def sync(lab_dir, state, tree=None):
     fresh = os.path.join(state, 'skel')
     names = write_tree(os.path.join(lab_dir, 'solution'), fresh, True, tree)
     work = os.path.join(lab_dir, 'exercises')
-    kept = []
+    issued = Issued(state, lab_dir, tree)
+    kept, solutions = [], []
     for name in names:
-        dst, issued = os.path.join(work, name), os.path.join(state, 'issued', name)
-        new = os.path.join(fresh, name)
+        dst, new = os.path.join(work, name), os.path.join(fresh, name)
         if not os.path.exists(dst):
-            install(new, dst, issued)
+            issued.install(new, dst, name, SKELETON)
         elif same(dst, new):
             continue
-        elif same(dst, issued):
-            install(new, dst, issued)   # untouched by the attendee: refresh
-        else:
+        elif not same(dst, issued.file(name)):
             kept.append(name)
+        elif issued.kind(name) == SOLUTION:
+            solutions.append(name)      # asked for with make solution: stays
+        else:
+            issued.install(new, dst, name, SKELETON)   # untouched skeleton: refresh
+    issued.save()
     rel = os.path.relpath(work)
     print(f'  EXERCISE {rel}/ ({len(names)} files)')
     for name in kept:
         print(f'  KEPT     {rel}/{name}: your edits stay; the current skeleton '
               f'is {os.path.relpath(os.path.join(fresh, name))}')
+    if solutions:
+        print(f'  SOLUTION {len(solutions)} of {rel}/ hold the reference solution '
+              f'(make solution); back to the skeleton: make exercises LAB='
+              f'{os.path.basename(lab_dir.rstrip("/"))[:2]} FRESH=1')
+
+
+def replace_all(lab_dir, state, save_root, tree, kind):
+    """Put every exercise file of @kind in place, after copying each file
+    that is neither that nor what the kit issued to save_root."""
+    src = os.path.join(state, 'solution' if kind == SOLUTION else 'skel')
+    names = write_tree(os.path.join(lab_dir, 'solution'), src, kind == SKELETON, tree)
+    if kind == SOLUTION:
+        # The skeleton too: an unedited skeleton file is not worth saving.
+        write_tree(os.path.join(lab_dir, 'solution'), os.path.join(state, 'skel'), True, tree)
+    work = os.path.join(lab_dir, 'exercises')
+    save = save_dir(lab_dir, save_root)
+    issued = Issued(state, lab_dir, tree)
+    saved = []
+    for name in names:
+        dst, new = os.path.join(work, name), os.path.join(src, name)
+        if same(dst, new):
+            issued.install(new, dst, name, kind)
+            continue
+        # Worth keeping: anything but an unedited skeleton, current or
+        # older (an edit, or the solution when going back to the skeleton).
+        unedited_skeleton = (same(dst, os.path.join(state, 'skel', name)) or
+                             (same(dst, issued.file(name)) and issued.kind(name) == SKELETON))
+        if os.path.exists(dst) and not unedited_skeleton:
+            keep_copy(dst, save, name)
+            saved.append(name)
+        issued.install(new, dst, name, kind)
+    issued.save()
+    if saved:
+        print(f'  SAVED    {", ".join(saved)} -> {os.path.relpath(save)}/')
+    return work
 
 
 def solution(lab_dir, state, save_root, tree=None):
-    fresh = os.path.join(state, 'solution')
-    names = write_tree(os.path.join(lab_dir, 'solution'), fresh, False, tree)
-    work = os.path.join(lab_dir, 'exercises')
-    save = os.path.join(save_root, os.path.basename(lab_dir.rstrip('/')),
-                        time.strftime('%Y%m%d-%H%M%S'))
-    saved = []
-    for name in names:
-        dst, new = os.path.join(work, name), os.path.join(fresh, name)
-        if same(dst, new):
-            continue
-        if os.path.exists(dst) and not same(dst, os.path.join(state, 'skel', name)):
-            os.makedirs(os.path.dirname(os.path.join(save, name)), exist_ok=True)
-            shutil.copy2(dst, os.path.join(save, name))
-            saved.append(name)
-        install(new, dst, os.path.join(state, 'issued', name))
-    if saved:
-        print(f'  SAVED    {", ".join(saved)} -> {os.path.relpath(save)}/')
-    print(f'  SOLUTION {os.path.relpath(work)}/ now holds the reference solution')
+    work = replace_all(lab_dir, state, save_root, tree, SOLUTION)
+    print(f'  SOLUTION {os.path.relpath(work)}/ now holds the reference solution; it stays '
+          f'until make exercises LAB={os.path.basename(lab_dir.rstrip("/"))[:2]} FRESH=1')
+
+
+def fresh(lab_dir, state, save_root, tree=None):
+    work = replace_all(lab_dir, state, save_root, tree, SKELETON)
+    print(f'  FRESH    {os.path.relpath(work)}/ holds the skeleton again')
 
 
 def main(argv):
@@ -256,6 +343,8 @@ def main(argv):
         sync(argv[2], argv[3], *argv[4:])
     elif len(argv) in (5, 6) and argv[1] == 'solution':
         solution(argv[2], argv[3], argv[4], *argv[5:])
+    elif len(argv) in (5, 6) and argv[1] == 'fresh':
+        fresh(argv[2], argv[3], argv[4], *argv[5:])
     elif len(argv) in (5, 6) and argv[1] == 'todo-patch':
         sys.stdout.write(todo_patch(argv[2], argv[3], argv[4], *map(int, argv[5:])))
     else:

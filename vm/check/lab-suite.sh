@@ -6,6 +6,8 @@
 #  solution.log         the lab's tests + the pidfd selftests, reference solution
 #  kernel-solution.tap  solution/kernel/* is the patched source plus TODO markers
 #  skeleton.tap         the same tests on the generated skeleton: each must fail
+#  exercise-roundtrip.tap  make solution, then the sync of make check, then
+#                       make exercises FRESH=1, on a copy of the lab's files
 #  shell.tap            the skeleton's VM shell on a terminal (vm/check/shell-check.py)
 #  flavour-*.log        each extra kernel flavour (flavours/*.config) booted
 #                       with the tests its "# tests: LAB" line names
@@ -54,6 +56,9 @@ python3 "$KIT/vm/build/exercises.py" skel "$dir/solution" "$skel" "$(lab_src "$l
 APPEND=lab.selftests=0 FLAVOUR=default QUIET=1 \
 	"$KIT/vm/boot/lab-vm.sh" "$lab" test "$skel" skeleton "$res/skeleton.log"
 python3 "$KIT/vm/check/tap-summary.py" --skeleton "$res/skeleton.log" "$res/skeleton.tap"
+# make solution, make check, make exercises FRESH=1 on a copy of the lab:
+# each leaves exactly the files the two runs above booted (seconds).
+python3 "$KIT/vm/check/exercise-roundtrip.py" "$dir" "$(lab_src "$lab")" "$res/exercise-roundtrip.tap"
 
 # The attendee's view of the skeleton's VM: a shell on a terminal.
 if [ "$main" = default ]; then

@@ -208,6 +208,48 @@ class Exercises(unittest.TestCase):
             saved = [os.path.join(r, n) for r, _, ns in os.walk(save) for n in ns]
             self.assertEqual([read(p) for p in saved], ['my answer\n'])
 
+    def test_solution_stays_until_fresh(self):
+        with tempfile.TemporaryDirectory() as d:
+            lab, state, save = (os.path.join(d, x) for x in ('lab', 'state', 'saved'))
+            write(os.path.join(lab, 'solution', 'f.c'), SOLUTION)
+            mine = os.path.join(lab, 'exercises', 'f.c')
+            exercises.sync(lab, state)
+            with contextlib.redirect_stdout(io.StringIO()):
+                exercises.solution(lab, state, save)
+                # make check and make lab sync first: the solution stays,
+                # even when a newer kit changes the skeleton.
+                exercises.sync(lab, state)
+                write(os.path.join(lab, 'solution', 'f.c'), SOLUTION + '/* v2 */\n')
+                exercises.sync(lab, state)
+            self.assertIn('n++;', read(mine))
+            self.assertNotIn('v2', read(mine))
+            with contextlib.redirect_stdout(io.StringIO()) as said:
+                exercises.fresh(lab, state, save)
+            self.assertIn('FRESH', said.getvalue())
+            self.assertIn('TODO 1: count', read(mine))
+            self.assertIn('v2', read(mine))
+            saved = [os.path.join(r, n) for r, _, ns in os.walk(save) for n in ns]
+            self.assertEqual(len(saved), 1)
+            self.assertIn('n++;', read(saved[0]))
+            # An unedited skeleton goes on following the kit's skeleton.
+            write(os.path.join(lab, 'solution', 'f.c'), SOLUTION + '/* v3 */\n')
+            with contextlib.redirect_stdout(io.StringIO()):
+                exercises.sync(lab, state)
+            self.assertIn('v3', read(mine))
+
+    def test_solution_issued_before_kinds_were_kept_stays(self):
+        with tempfile.TemporaryDirectory() as d:
+            lab, state, save = (os.path.join(d, x) for x in ('lab', 'state', 'saved'))
+            write(os.path.join(lab, 'solution', 'f.c'), SOLUTION)
+            mine = os.path.join(lab, 'exercises', 'f.c')
+            with contextlib.redirect_stdout(io.StringIO()):
+                exercises.sync(lab, state)
+                exercises.solution(lab, state, save)
+            os.remove(os.path.join(state, 'issued.kind'))   # an older kit's state
+            with contextlib.redirect_stdout(io.StringIO()):
+                exercises.sync(lab, state)
+            self.assertIn('n++;', read(mine))
+
 
 TREE_FILE = 'int a;\nint f(void)\n{\n\tint n = 1;\n\tn++;\n\treturn n;\n}\n'
 
