@@ -21,7 +21,7 @@ need-ref-deps = @vm/deps.sh check reference || vm/deps.sh install reference
 need-docs-deps = @vm/deps.sh check docs || vm/deps.sh install docs
 need-docs-check-deps = @vm/deps.sh check docs-check || vm/deps.sh install docs-check
 
-.PHONY: help deps ahead lab test kernel check solution exercises programs gdb sparse docs docs-check bench \
+.PHONY: help deps ahead lab test kernel check solution exercises programs gdb report sparse docs docs-check bench \
 	checkpatch shellcheck clean transcripts reference selftest
 
 help:
@@ -37,6 +37,8 @@ help:
 	@echo "  make solution LAB=NN    save your exercises to saved/, then put the reference solution in place"
 	@echo "  make exercises LAB=NN   (re)create missing exercise files; edited ones are never touched"
 	@echo "                          FRESH=1: back to the skeleton (your files and a solution saved first)"
+	@echo "  make report LAB=NN      the kernel's bug reports (oops, WARNING, stall...) of the lab's last"
+	@echo "                          boot, decoded to file:line; works while make lab runs"
 	@echo "  make gdb LAB=NN         gdb on the lab's vmlinux, connected to a VM started with GDB=1"
 	@echo "  make kernel LAB=NN      build the kernel only; prints the bzImage and vmlinux paths"
 	@echo "  make test [LAB=NN]      every lab (or one): solution, skeleton and gdb checks in the VM"
@@ -110,6 +112,12 @@ check: exercises
 gdb:
 	$(need-lab)
 	@vm/boot/gdb.sh $(lab)
+
+# The kernel's reports in the console of the lab's last boot (make lab,
+# make check...), decoded; from another terminal while make lab runs.
+report:
+	$(need-lab)
+	@python3 vm/check/kreport.py show build/labs/$(lab)/last-boot.json
 
 # LAB unset on the command line means every lab.
 test:

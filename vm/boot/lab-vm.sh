@@ -34,10 +34,24 @@ if [ -n "$fconf" ]; then
 	export APPEND
 fi
 
+overlay=
+# A test run's time limit: four times the lab's reference solution run
+# (vm/config/run-seconds), at least 120 s. A flavour's "# boot:" line or
+# the caller's TIMEOUT wins.
+if [ "$mode" = test ] && [ -z "${TIMEOUT:-}" ]; then
+	measured=$(awk -v lab="$lab" '$1 == lab { print $2 }' "$KIT/vm/config/run-seconds")
+	if [ -n "$measured" ]; then
+		TIMEOUT=$((measured * 4 > 120 ? measured * 4 : 120))
+		export TIMEOUT
+		note LIMIT "$TIMEOUT s: four times the reference solution's $measured s (TIMEOUT=seconds to change)"
+	fi
+fi
+
 if [ -d "$exdir/kernel" ] && [ "$exdir" != "$(lab_dir "$lab")/solution" ]; then
 	# The tree is named after the tag, unless the caller names one
 	# (make check shares make lab's; a mutation the skeleton's).
 	export KIT_TREE=${KIT_TREE:-$tag} KIT_KERNEL_SRC=$exdir
+	overlay=$exdir
 fi
 "$KIT/vm/build/lab-tree.sh" "$lab"
 "$KIT/vm/build/lab-kernel.sh" "$lab" "$flavour"
@@ -51,6 +65,12 @@ else
 fi
 export LAB_NAME="$lab ($flavour kernel)"
 kernel=$(lab_out "$lab" "$flavour")/arch/x86/boot/bzImage
+# What a kernel report in this boot's log needs to be decoded: the vmlinux,
+# its tree, the exercise files laid over it. make report reads the last one.
+mkdir -p "$(dirname "$log")"
+python3 "$KIT/vm/check/kreport.py" record "$log.json" "$log" "$(lab_out "$lab" "$flavour")/vmlinux" \
+	"$(lab_src "$lab")" ${overlay:+"$overlay"}
+cp "$log.json" "$(lab_build "$lab")/last-boot.json"
 # shell-check: the same VM as `make lab`, driven at its prompt by a script
 # (Ctrl-C, Ctrl-Z, make programs, run-tests | tail); LOG is its TAP file.
 if [ "$mode" = shell-check ]; then

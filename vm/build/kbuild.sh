@@ -14,7 +14,15 @@ set -euo pipefail
 # shellcheck source=../lib.sh
 . "$(dirname "$0")/../lib.sh"
 
-src=${1:?usage: kbuild.sh SRC OUT FRAGMENT...}
+# --show-as 'TREE_PATH=SHOWN ...': compiler output names each TREE_PATH
+# (a file of SRC) as SHOWN: an attendee's exercise laid over the tree is
+# named where the attendee edits it (vm/build/kbuild-progress.awk).
+show_as=
+if [ "${1:-}" = --show-as ]; then
+	show_as=${2?}
+	shift 2
+fi
+src=${1:?usage: kbuild.sh [--show-as MAP] SRC OUT FRAGMENT...}
 out=${2:?missing OUT}
 shift 2
 [ $# -gt 0 ] || die "no config fragments given"
@@ -113,7 +121,8 @@ env -u DEBUG -u LAB -u MAKEFLAGS -u MFLAGS -u MAKEOVERRIDES -u MAKELEVEL \
 	make -C "$src" O="$out" -j"$(nproc)" CC="$cc" "${KBUILD_ARGS[@]}" \
 	KBUILD_BUILD_USER=kit KBUILD_BUILD_HOST=pidfs-workshop \
 	"${goals[@]}" 2>&1 | "$KIT/vm/build/kbuild-progress.awk" -v total="${total:-0}" \
-	-v tty="$([ -t 1 ] && echo 1 || echo 0)" -v start="$start"
+	-v tty="$([ -t 1 ] && echo 1 || echo 0)" -v start="$start" \
+	-v showas="$(for m in $show_as; do echo "$(realpath -m --relative-to="$out" "$src")/$m"; done)"
 # The link's stepping stones: vmlinux.o (every object in one, DWARF
 # included) and kallsyms' two trial links are 210 MB of each 570 MB out
 # dir, and make test makes a dozen out dirs. Nothing reads them once

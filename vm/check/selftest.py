@@ -117,11 +117,25 @@ class TapSummary(unittest.TestCase):
         tap.must_fail(self.log, out, 'm', 'bad', ['two', 'one', 'three'])
         self.assertEqual(read(out).splitlines(), [
             'TAP version 13',
-            'ok 1 mutation m: bad two fails, as it must',
-            'not ok 2 mutation m: bad one passes on the bug it names',
-            'not ok 3 mutation m: bad three never ran',
-            '1..3',
+            'ok 1 mutation m: tests/bad ran to its end, each process it left reported once',
+            'ok 2 mutation m: bad two fails, as it must',
+            'not ok 3 mutation m: bad one passes on the bug it names',
+            'not ok 4 mutation m: bad three never ran',
+            '1..4',
         ])
+
+    def test_must_fail_wants_the_run_to_end_and_one_report_a_process(self):
+        flood = os.path.join(self.dir.name, 'flood.log')
+        write(flood, 'LAB-TEST-BEGIN tests/t\nnot ok 1 t.race\n'
+              + 'LAB-TEST-LEFTOVER 643 t (state X: the kernel cannot end it)\n' * 3)
+        out = os.path.join(self.dir.name, 'flood.tap')
+        tap.must_fail(flood, out, 'm', 't', ['race'])
+        self.assertIn('not ok 1 mutation m: tests/t ran to its end, each process it left '
+                      'reported once (it never ended) (3 reports of 1 processes)', read(out))
+        self.assertIn('ok 2 mutation m: t race fails', read(out))
+        # The summary counts that process once.
+        got = [s for _, s, _ in tap.parse(flood)]
+        self.assertEqual(got.count('leftover'), 1)
 
 
 class Markers(unittest.TestCase):

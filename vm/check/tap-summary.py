@@ -9,6 +9,14 @@
   tap-summary.py --must-fail LOG OUT NAME PROGRAM TEST...
                                       turn a mutation's run into TAP: each
                                       named TEST of tests/PROGRAM must fail
+  tap-summary.py --must-report LOG OUT NAME SRC TITLE
+                                      a mutation that breaks the kernel: its
+                                      first kernel report has TITLE, and is
+                                      located at the line of SRC/kernel/...
+                                      that says MUTATION
+  tap-summary.py --must-not-build LOG OUT NAME SRC
+                                      a mutation that does not compile: the
+                                      build's errors name that line of SRC
 
 FILE is a VM console log (programs framed by LAB-TEST-BEGIN/END lines from
 vm/guest/run-tests) or a plain TAP file written by a host-side check.
@@ -19,19 +27,25 @@ import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import kreport  # noqa: E402  the kernel's reports
 import tap  # noqa: E402  the markers and TAP writing, defined once
 
 RESULT = re.compile(r'^(not ok|ok)\b\s*\d*\s*(.*)$')
 
 
-def parse(path):
-    """Yield (program, status, name) with status in pass/fail/skip."""
+def parse(path, starts=None):
+    """Yield (program, status, name) with status in pass/fail/skip, or
+    leftover: a process the program left behind, once per process. With
+    @starts, a dict: each program's line number in the log goes there."""
     prog, seen, bad = None, 0, 0
     with open(path, errors='replace') as f:
         lines = f.read().splitlines()
-    for line in lines:
+    leftovers = set()
+    for i, line in enumerate(lines, 1):
         if tap.is_marker(line, 'LAB_TEST_BEGIN'):
             prog, seen, bad = tap.fields(line), 0, 0
+            if starts is not None:
+                starts.setdefault(prog, i)
             continue
         if tap.is_marker(line, 'LAB_TEST_END') and prog:
             rc = int(line.rsplit('exit=', 1)[1])
@@ -44,8 +58,11 @@ def parse(path):
             prog = None
             continue
         if tap.is_marker(line, 'LAB_TEST_LEFTOVER') and prog:
-            # vm/guest/lab-run.c: a process the program left running.
-            yield prog, 'leftover', f'{prog}: left process {tap.fields(line)} running'
+            # vm/guest/lab-run.c: a process the program left running,
+            # counted once however often an older lab-run said so.
+            if (prog, tap.fields(line)) not in leftovers:
+                leftovers.add((prog, tap.fields(line)))
+                yield prog, 'leftover', f'{prog}: left process {tap.fields(line)} running'
             continue
         m = RESULT.match(line)
         if not m:
@@ -64,18 +81,41 @@ def parse(path):
         yield prog, 'fail', f'{prog}: never finished (the VM stopped inside it)'
 
 
+def kernel_report(path):
+    """The first kernel report of the console log at path, decoded, with
+    the line it starts on; ('', None) when there is none or path is TAP."""
+    record = path + '.json'
+    if not os.path.exists(record):
+        return '', None
+    text, reports = kreport.summary_of_record(record)
+    return text, (reports[0] if reports else None)
+
+
 def summary(args):
     total = {'pass': 0, 'fail': 0, 'skip': 0}
+    logs = []
     for arg in args:
         label, _, path = arg.rpartition('=')
         count = {'pass': 0, 'fail': 0, 'skip': 0}
-        notes = []
+        notes, after = [], []
+        report_text, report = kernel_report(path)
+        if report_text:
+            # First: what the kernel said went wrong, and where.
+            print('\n'.join('  ' + line for line in report_text.splitlines()))
+        starts = {}
         try:
-            for _, status, name in parse(path):
+            for prog, status, name in parse(path, starts):
                 if status == 'leftover':
                     status = 'fail'
                 count[status] += 1
-                if status != 'pass':
+                if status == 'pass':
+                    continue
+                # A test that ran during or after the report failed on a
+                # broken kernel, whatever its own message says.
+                if report and prog and starts.get(prog, 0) >= (
+                        starts.get(report.test, report.index) if report.test else report.index):
+                    after.append(f'      {status.upper()}: {name}')
+                else:
                     notes.append(f'    {status.upper()}: {name}')
         except OSError as e:
             count['fail'] += 1
@@ -85,9 +125,19 @@ def summary(args):
         print(f'  {label or path}: {count["pass"]} passed, {count["fail"]} failed'
               + (f', {count["skip"]} skipped' if count['skip'] else ''))
         print('\n'.join(notes)) if notes else None
+        if after:
+            print(f'    after the kernel report above ({report.title()}): {len(after)} more')
+            print('\n'.join(after[:5]))
+            if len(after) > 5:
+                print(f'      ... and {len(after) - 5} more, in {os.path.relpath(path)}')
+        if (notes or after) and path.endswith('.log'):
+            logs.append(os.path.relpath(path))
     line = f'{total["pass"]} passed, {total["fail"]} failed'
     if total['skip']:
         line += f', {total["skip"]} skipped'
+    if logs and len(args) == 1:
+        # One run (make check): where its assertions and console are.
+        print(f'  the tests\' messages and the whole console: {logs[0]}')
     print(line)
     return 1 if total['fail'] or total['pass'] == 0 else 0
 
@@ -128,6 +178,19 @@ def must_fail(log, out, mutant, program, tests):
         if prog == f'tests/{program}':
             seen[name.split('# ')[0].strip().split(' ')[-1].split('.')[-1]] = status
     out_tap = tap.Tap()
+    # However the kernel broke, the run must end, and each process a test
+    # left behind is reported once (a task an oops left in state X once
+    # made lab-run report it 238,135 times).
+    with open(log, errors='replace') as f:
+        lines = f.read().splitlines()
+    ended = any(tap.is_marker(line, 'LAB_TEST_END') and tap.fields(line).startswith(
+        f'tests/{program} ') for line in lines)
+    left = [tap.fields(line) for line in lines if tap.is_marker(line, 'LAB_TEST_LEFTOVER')]
+    again = sorted({x for x in left if left.count(x) > 1})
+    out_tap.result(ended and not again,
+                   f'mutation {mutant}: tests/{program} ran to its end, each process it left '
+                   'reported once' + ('' if ended else ' (it never ended)')
+                   + (f' ({len(left)} reports of {len(set(left))} processes)' if again else ''))
     for test in tests:
         status = seen.get(test, 'missing')
         if status == 'fail':
@@ -141,7 +204,62 @@ def must_fail(log, out, mutant, program, tests):
     return 0
 
 
+def mutation_line(src):
+    """(path shown, line) of the line that says MUTATION in a mutation's
+    kernel files: where its report must point."""
+    kit = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    top = os.path.join(src, 'kernel')
+    for d, _, names in os.walk(top):
+        for n in sorted(names):
+            path = os.path.join(d, n)
+            with open(path, errors='replace') as f:
+                for i, line in enumerate(f, 1):
+                    if 'MUTATION' in line:
+                        return os.path.relpath(path, kit), i
+    return None, None
+
+
+def must_report(log, out, mutant, src, title):
+    """A mutation that breaks the kernel: the first report is the one it
+    names, found and decoded, and it points at the mutated line."""
+    shown, line = mutation_line(src)
+    out_tap = tap.Tap()
+    text, report = kernel_report(log)
+    got = report.title() if report else None
+    out_tap.result(got == title, f'mutation {mutant}: the first kernel report is "{title}"'
+                   + ('' if got == title else f' (found: {got or "no report"})'))
+    want = f'at {shown}:{line}'
+    first = text.splitlines()[0] if text else ''
+    out_tap.result(bool(shown) and first.endswith(want),
+                   f'mutation {mutant}: the report is decoded to the mutated line, {want}'
+                   + ('' if first.endswith(want) else f' (its first line: {first or "none"})'))
+    out_tap.write(out)
+    return 0
+
+
+def must_not_build(log, out, mutant, src):
+    """A mutation that does not compile: the compiler's error names the
+    exercise file the mutation is in, at its line, not the tree's copy."""
+    shown, line = mutation_line(src)
+    with open(log, errors='replace') as f:
+        text = f.read()
+    out_tap = tap.Tap()
+    want = re.compile(re.escape(f'{shown}:{line}:') + r'\d+: error:')
+    out_tap.result(bool(shown) and bool(want.search(text)),
+                   f'mutation {mutant}: the compile error names {shown}:{line}')
+    stray = [x for x in text.splitlines() if re.search(r'(?<![\w/.-])\.\./\.\./src/', x)
+             and ': error:' in x]
+    out_tap.result(not stray, f'mutation {mutant}: no error names the tree\'s copy'
+                   + (f' ({stray[0].strip()})' if stray else ''))
+    out_tap.write(out)
+    return 0
+
+
 if __name__ == '__main__':
+    if len(sys.argv) == 7 and sys.argv[1] == '--must-report':
+        sys.exit(must_report(*sys.argv[2:]))
+    if len(sys.argv) == 6 and sys.argv[1] == '--must-not-build':
+        sys.exit(must_not_build(*sys.argv[2:]))
     if len(sys.argv) == 4 and sys.argv[1] == '--skeleton':
         sys.exit(skeleton(sys.argv[2], sys.argv[3]))
     if len(sys.argv) >= 7 and sys.argv[1] == '--must-fail':

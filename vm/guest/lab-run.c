@@ -15,6 +15,12 @@
  * test, and is then killed and reaped. So a failed test cannot keep a
  * pipe open (`run-tests | tail` ends) or leave processes for `ps` to show.
  *
+ * Each leftover is reported once. A process that a kernel bug left behind
+ * may never go away: one that died inside an oops stays in state X, one
+ * stuck in the kernel in state D, and neither can be killed or reaped. Such
+ * a process is reported with its state, and lab-run gives up on it after
+ * KILL_MS instead of waiting for ever.
+ *
  * Exit status: PROGRAM's, or 128 + the signal that killed it, as sh says.
  */
 #define _GNU_SOURCE
@@ -32,6 +38,8 @@
 #include "markers.h"
 
 #define GRACE_MS	2000
+#define KILL_MS		3000
+#define MAX_LEFT	256
 
 /* Reap every child that has exited; never blocks. */
 static void reap_zombies(void)
@@ -42,9 +50,10 @@ static void reap_zombies(void)
 
 /*
  * Our live children (zombies do not count: they are reaped next), at most
- * @max of them, their pids in @pids and names in @names. Returns how many.
+ * @max of them: their pids in @pids, names in @names, states in @states.
+ * Returns how many.
  */
-static int live_children(pid_t *pids, char names[][32], int max)
+static int live_children(pid_t *pids, char names[][32], char *states, int max)
 {
 	pid_t me = getpid();
 	struct dirent *d;
@@ -75,6 +84,7 @@ static int live_children(pid_t *pids, char names[][32], int max)
 		if (ppid != me || state == 'Z')
 			continue;
 		pids[n] = atoi(d->d_name);
+		states[n] = state;
 		snprintf(names[n], sizeof(names[n]), "%.*s",
 			 (int)(end - strchr(buf, '(') - 1), strchr(buf, '(') + 1);
 		n++;
@@ -91,11 +101,21 @@ static long now_ms(void)
 	return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+static int reported(const pid_t *seen, int nseen, pid_t pid)
+{
+	int i;
+
+	for (i = 0; i < nseen; i++)
+		if (seen[i] == pid)
+			return 1;
+	return 0;
+}
+
 int main(int argc, char *argv[])
 {
-	pid_t pids[256], test;
-	char names[256][32];
-	int status = 0, n, i;
+	pid_t pids[MAX_LEFT], seen[MAX_LEFT], test;
+	char names[MAX_LEFT][32], states[MAX_LEFT];
+	int status = 0, n, i, nseen = 0;
 	long deadline;
 
 	if (argc < 2) {
@@ -121,22 +141,36 @@ int main(int argc, char *argv[])
 	deadline = now_ms() + GRACE_MS;
 	do {
 		reap_zombies();
-		n = live_children(pids, names, 256);
+		n = live_children(pids, names, states, MAX_LEFT);
 		if (n)
 			usleep(20000);
 	} while (n && now_ms() < deadline);
 
-	fflush(stdout);
+	/*
+	 * Report and kill each one once; their children come to us in turn.
+	 * Never block in waitpid(): a process in state X or D is not ours to
+	 * reap, and would keep us here for ever.
+	 */
+	deadline = now_ms() + KILL_MS;
 	while (n) {
 		for (i = 0; i < n; i++) {
-			printf(LAB_TEST_LEFTOVER " %d %s\n", pids[i], names[i]);
+			if (reported(seen, nseen, pids[i]))
+				continue;
+			if (states[i] == 'X' || states[i] == 'D')
+				printf(LAB_TEST_LEFTOVER " %d %s (state %c: the kernel cannot end it)\n",
+				       pids[i], names[i], states[i]);
+			else
+				printf(LAB_TEST_LEFTOVER " %d %s\n", pids[i], names[i]);
+			if (nseen < MAX_LEFT)
+				seen[nseen++] = pids[i];
 			kill(pids[i], SIGKILL);
 		}
 		fflush(stdout);
-		/* Their children come to us in turn: until none is left. */
-		while (waitpid(-1, NULL, 0) > 0)
-			;
-		n = live_children(pids, names, 256);
+		if (now_ms() >= deadline)
+			break;
+		usleep(20000);
+		reap_zombies();
+		n = live_children(pids, names, states, MAX_LEFT);
 	}
 	if (WIFSIGNALED(status))
 		return 128 + WTERMSIG(status);

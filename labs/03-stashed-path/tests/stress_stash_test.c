@@ -4,9 +4,10 @@
  * while the processes behind them exit and are reaped, then check that
  * nothing leaked and that the kernel's bug finders stayed quiet.
  *
- * Run on the debug kernel (make test LAB=03 DEBUG=1) this is where KASAN,
- * lockdep, DEBUG_OBJECTS and kmemleak get their chance; the first test
- * says which of them are on. It runs on the normal kernel too.
+ * Run on the debug kernel (make check LAB=03 DEBUG=1 for your code; make
+ * test LAB=03 DEBUG=1 runs the solution) this is where KASAN, lockdep,
+ * DEBUG_OBJECTS and kmemleak get their chance; the first test says which
+ * of them are on. It runs on the normal kernel too.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -272,7 +273,7 @@ TEST(no_use_after_free_under_preemption)
 	pid_t child;
 
 	if (!kmsg_contains("KernelAddressSanitizer initialized"))
-		SKIP(return, "only KASAN sees it: make test LAB=03 DEBUG=1");
+		SKIP(return, "only KASAN sees it: make check LAB=03 DEBUG=1");
 	/*
 	 * Only reports made while this test runs count: the debug kernel
 	 * boots with kasan_multi_shot, so an earlier test's report does not

@@ -1,0 +1,174 @@
+#!/usr/bin/env python3
+"""Run a lab VM without a terminal and watch its two serial ports.
+
+  console.py LOG BOOT_TIMEOUT TIMEOUT ECHO STOP_STUCK -- QEMU_COMMAND...
+
+The guest's userspace (tests, markers, demos) writes to its first serial
+port, the kernel's console is the second, at every log level: a WARNING's
+stack, lockdep's report or an RCU stall's backtrace is printed at levels a
+terminal hides, and a kernel line never cuts a line of TAP in two. QEMU
+writes the ports to LOG.ttyS0 and LOG.ttyS1; this merges their whole lines, in the order
+they arrive, into LOG (and to stdout when ECHO is 1), and hands every kernel
+line to the report finder (vm/check/kreport.py).
+
+It stops the VM early, instead of waiting out TIMEOUT:
+  - when the guest has not reached userspace within BOOT_TIMEOUT;
+  - when the kernel reports that it is stuck (an RCU stall, a soft lockup,
+    a hung task) or panicked: after a few seconds more for the rest of
+    the report; not with STOP_STUCK 0 (a debugger that holds a CPU makes
+    the others report a stall, and that is no bug).
+
+Exit status, as vm/boot/qemu.sh documents it: 0 the guest passed, 1 it
+failed, 2 no verdict (a hang, a panic, a crash, a timeout), with the
+reason on stderr.
+"""
+import os
+import signal
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'check'))
+import kreport  # noqa: E402
+import tap  # noqa: E402
+
+# What the kernel still prints after a stuck report: the other CPU's
+# backtrace, the stall's second half. Seconds.
+AFTER_STUCK = 3.0
+POLL = 0.02
+
+
+class Port:
+    """One serial port's file, read as it grows, in whole lines."""
+
+    def __init__(self, path, kernel):
+        self.path, self.kernel = path, kernel
+        self.f = None
+        self.rest = b''
+
+    def lines(self, final=False):
+        if self.f is None:
+            try:
+                self.f = open(self.path, 'rb')
+            except OSError:
+                return []
+        data = self.rest + self.f.read()
+        parts = data.split(b'\n')
+        self.rest = parts.pop()
+        if final and self.rest:
+            parts.append(self.rest)
+            self.rest = b''
+        return [p.decode('utf-8', 'replace').rstrip('\r') for p in parts]
+
+
+def stop_vm(qemu):
+    if qemu.poll() is None:
+        qemu.send_signal(signal.SIGTERM)
+        try:
+            qemu.wait(5)
+        except subprocess.TimeoutExpired:
+            qemu.kill()
+            qemu.wait()
+
+
+def say_stopped(log, why, hint, lines):
+    err = sys.stderr
+    print(f'qemu.sh: {why}', file=err)
+    print(f'--- last lines of the console ({log}) ---', file=err)
+    for line in lines[-15:]:
+        print(line, file=err)
+    print('---', file=err)
+    print(f'hint: {hint}', file=err)
+
+
+STUCK_FIRST = [pat for pat, _, kind in kreport.KINDS if kind in kreport.STUCK]
+
+
+def run(log, boot_timeout, timeout, echo, stop_stuck, command):
+    user_port, kernel_port = Port(log + '.ttyS0', False), Port(log + '.ttyS1', True)
+    for p in (user_port.path, kernel_port.path):
+        open(p, 'wb').close()
+    out = open(log, 'w')
+    merged = []
+    boot_ok = tap.MARKERS['LAB_BOOT_OK']
+    booted = None
+    stuck_at = None
+    start = time.monotonic()
+    qemu = subprocess.Popen(command, stdin=subprocess.DEVNULL)
+    why = None
+
+    def take(final=False):
+        nonlocal booted, stuck_at
+        kernel = kernel_port.lines(final)
+        if stuck_at is None:
+            for line in kernel:
+                text = kreport.kernel_line(line)
+                if text is not None and any(p.search(text) for p in STUCK_FIRST):
+                    stuck_at = time.monotonic() - start
+                    break
+        new = kernel + user_port.lines(final)
+        for line in new:
+            merged.append(line)
+            out.write(line + '\n')
+            if echo:
+                print(line, flush=True)
+            if booted is None and line.startswith(boot_ok):
+                booted = time.monotonic() - start
+        out.flush()
+        return bool(new)
+
+    try:
+        while qemu.poll() is None:
+            take()
+            now = time.monotonic() - start
+            if stop_stuck and stuck_at is not None and now - stuck_at >= AFTER_STUCK:
+                stuck_title = next((r.title() for r in kreport.find(merged) if r.stuck), 'a report')
+                why = (f'the kernel is stuck ({stuck_title}); stopped after {now:.0f}s',
+                       'the kernel report above names the function; '
+                       'its decoded trace follows in the result')
+                break
+            if booted is None and now >= boot_timeout:
+                why = (f'the guest did not reach userspace within {boot_timeout}s',
+                       'a kernel report above names the cause, if there is one; '
+                       'otherwise a kernel config change is the usual cause')
+                break
+            if now >= timeout:
+                why = (f'the guest was still running after {timeout}s, this lab\'s limit',
+                       'a test is stuck (the last lines name it); '
+                       'if it is only slow, raise the limit with TIMEOUT=seconds')
+                break
+            time.sleep(POLL)
+    finally:
+        stop_vm(qemu)
+        time.sleep(0.05)
+        take(final=True)
+        out.close()
+        for port in (user_port, kernel_port):
+            os.unlink(port.path)
+    took = time.monotonic() - start
+    print(f'  RAN      {took:.0f} s, of a limit of {timeout:.0f} s (TIMEOUT=seconds)', flush=True)
+    if why:
+        say_stopped(log, why[0], why[1], merged)
+        return 2
+    rc = qemu.returncode
+    if rc == 1:
+        return 0
+    if rc == 3:
+        return 1
+    if booted is None:
+        say_stopped(log, f'QEMU exited (status {rc}) before the guest reached userspace',
+                    'look for a kernel report or a panic above', merged)
+    else:
+        say_stopped(log, f'QEMU exited with status {rc} without a verdict from the guest',
+                    'a kernel panic or a crashed init; see the console above', merged)
+    return 2
+
+
+def main(argv):
+    if len(argv) < 8 or argv[6] != '--':
+        sys.exit(__doc__)
+    return run(argv[1], float(argv[2]), float(argv[3]), argv[4] == '1', argv[5] == '1', argv[7:])
+
+
+if __name__ == '__main__':
+    sys.exit(main(sys.argv))
