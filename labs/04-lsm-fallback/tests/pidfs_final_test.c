@@ -110,9 +110,10 @@ TEST_F(child, selinux_does_not_see_pidfds)
 
 /*
  * Reopening a pidfd through /proc/self/fd/<n> makes a second file on the
- * process that no pidfd call handed out. On the anonymous inode (0600,
- * root's) and on upstream pidfs (0700, root's) only root can; a process
- * that dropped to another user cannot, not even read-only.
+ * process that no pidfd call handed out. On upstream pidfs (0700, root's)
+ * only root can; a process that dropped to another user cannot, not even
+ * read-only. On the anonymous inode nobody could: others got EACCES from
+ * its mode (0600, root's), root ENXIO from its no_open_fops.
  */
 TEST(reopen_through_proc_needs_root)
 {

@@ -230,9 +230,8 @@ static void pidfs_init_inode(struct inode *inode, void *data)
 	inode->i_private = pid;
 	inode->i_ino = pid->ino;
 	/*
-	 * Owner-only, and the owner is root: like the anonymous inode (0600),
-	 * a pidfd cannot be reopened through /proc/<pid>/fd/<n> by anybody
-	 * but root.
+	 * Owner-only, and the owner is root: only root can reopen a pidfd
+	 * through /proc/<pid>/fd/<n>, as on upstream's pidfs.
 	 */
 	inode->i_mode = S_IFREG | 0700;
 	inode->i_fop = &pidfd_fops;
