@@ -47,7 +47,7 @@ help:
 	@echo "                          diagram drawn; screenshots in docs/_build/check/"
 	@echo "  make bench              build and boot timings, pidfd microbenchmarks on lab 01, the"
 	@echo "                          last lab and 6.12, then the goals: fresh clones, empty ccache,"
-	@echo "                          make lab/ahead/check and .ci/run (over an hour; ONLY=harness|"
+	@echo "                          make lab/ahead/check and .ci/run (over an hour; ONLY=harness|reports|"
 	@echo "                          micro|goals, ROUNDS=N,"
 	@echo "                          UPDATE=1 copies the output to docs/transcripts/reference/)"
 	@echo "  make reference          the last lab side by side with Debian's linux-source-6.12:"
@@ -170,3 +170,5 @@ clean:
 transcripts:
 	$(need-lab)
 	@python3 vm/check/transcripts.py update build/labs/$(lab)/transcripts docs/transcripts/$(lab)
+	@for f in default debug; do [ ! -d build/labs/$(lab)/reports-$$f ] || \
+		python3 vm/check/transcripts.py update build/labs/$(lab)/reports-$$f docs/transcripts/reports/$(lab)/$$f; done

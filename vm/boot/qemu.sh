@@ -50,11 +50,11 @@ else
 	kernel_port=$log.ttyS1
 fi
 # The kernel's own detectors of a stuck kernel, sized for a lab: an RCU
-# stall after 10 s, a soft lockup after 10 s (twice watchdog_thresh), a task
+# stall after 10 s, a soft lockup after 20 s (twice watchdog_thresh), a task
 # blocked for 20 s. A flavour's "# append:" line comes later and wins.
 # Not with a debugger attached: one that holds a CPU makes the others
 # report a stall, and that is no bug.
-detectors="rcupdate.rcu_cpu_stall_timeout=10 watchdog_thresh=5 sysctl.kernel.hung_task_timeout_secs=20"
+detectors="rcupdate.rcu_cpu_stall_timeout=10 watchdog_thresh=10 sysctl.kernel.hung_task_timeout_secs=20"
 stop_stuck=1
 if [ "${GDB:-0}" = 1 ] || [ "${WAIT:-0}" = 1 ]; then
 	detectors=

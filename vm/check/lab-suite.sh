@@ -15,11 +15,13 @@
 #                       series replaced, e.g. "before the fix"), booted with
 #                       the kernel arguments of its "# append: ..." line
 #  mutant-*.tap         each mutation (a variant with "# must-fail: PROGRAM
-#                       TEST..."): the named tests fail on it, as they must
+#                       TEST...", "# must-report: TITLE" or "# must-not-build:"):
+#                       the bug shows as it must (vm/check/mutation.sh)
 #  gdb-*.tap            each instructor gdb script, run in batch mode, and
 #                       gdb-running-kernel.tap: make gdb loads the vmlinux of
 #                       the VM that runs (the skeleton's own kernel tree)
 #  transcripts.tap      the book's VM output still matches this run
+#  report-transcripts.tap  and so do the kernel reports of its mutations
 set -uo pipefail
 # shellcheck source=../lib.sh
 . "$(dirname "$0")/../lib.sh"
@@ -37,6 +39,10 @@ mkdir -p "$res" "$fresh"
 # normal one.
 main=default
 [ "${DEBUG:-0}" = 1 ] && main=debug
+# What an attendee sees of each mutation's kernel report, for the book's
+# "When your kernel breaks" (docs/transcripts/reports/LAB/FLAVOUR/).
+reports=$(lab_build "$lab")/reports-$main
+rm -rf "$reports"
 echo "=== $lab: reference solution (kernel flavour $main)"
 FLAVOUR=$main QUIET=${QUIET:-1} \
 	"$KIT/vm/boot/lab-vm.sh" "$lab" test "$dir/solution" solution "$res/solution.log"
@@ -82,63 +88,18 @@ for f in "$dir"/flavours/*.config; do
 		"$(lab_dir "$tests")/solution" "flavour-$flavour" "$res/flavour-$flavour.log"
 done
 
-# The sources of mutation $1 (a variants/*.series) in $2: the solution's
-# programs, and its kernel files as the lab's patched tree has them with
-# the mutation's own patches (the series lines not in ../patches/) applied.
-make_mutant() {
-	local series=$1 out=$2 f p changed
-	rm -rf "$out"
-	mkdir -p "$out"
-	cp "$dir"/solution/*.[ch] "$out"/
-	# A marker patch (PATH.todo) stands for the tree's PATH.
-	(cd "$dir/solution/kernel" && find . -type f | sed 's/\.todo$//') | while read -r f; do
-		mkdir -p "$(dirname "$out/kernel/$f")"
-		cp "$(lab_src "$lab")/$f" "$out/kernel/$f"
-	done
-	# Outside any repository, git apply is plain patch: inside the kit's
-	# own, it would skip every path outside its cwd without a word.
-	grep -v -e '^#' -e '^$' -e '^\.\./patches/' "$series" | while read -r p; do
-		(cd "$out" && GIT_CEILING_DIRECTORIES=$(dirname "$out") \
-			git apply --directory=kernel "$(dirname "$series")/$p") ||
-			die "${series#"$KIT"/}: $p must change only files of solution/kernel/"
-	done
-	changed=$( (cd "$out/kernel" && find . -type f) | while read -r f; do
-		cmp -s "$(lab_src "$lab")/$f" "$out/kernel/$f" || echo "$f"
-	done)
-	[ -n "$changed" ] || die "${series#"$KIT"/} changed no kernel file: the mutation is not there"
-}
-
 # A variant's "# flavour:" line says which kernel it is built as; a normal
 # run boots the default ones, DEBUG=1 the debug ones. A mutation (a
-# "# must-fail:" line) re-introduces a bug on purpose: the tests it names
-# must fail on it, and its console log is evidence, not results.
+# "# must-fail:", "# must-report:" or "# must-not-build:" line)
+# re-introduces a bug on purpose: vm/check/mutation.sh checks that it shows.
 for v in "$dir"/variants/*.series; do
 	[ -f "$v" ] || continue
 	name=$(basename "$v" .series)
 	append=$(kit_header "$v" append)
 	vflavour=$(kit_header "$v" flavour)
 	[ "${vflavour:-default}" = "$main" ] || continue
-	must_fail=$(kit_header "$v" must-fail)
-	if [ -n "$must_fail" ]; then
-		echo "=== $lab: mutation $name, must fail: $must_fail"
-		# A mutation only changes kernel exercise files: built as an
-		# overlay in the skeleton's tree, it costs an incremental build.
-		log=$res/mutant-$name.console.log
-		mut=$(lab_build "$lab")/mutant-src/$name
-		make_mutant "$v" "$mut"
-		read -ra must_fail <<<"$must_fail"	# PROGRAM TEST...
-		# A race the mutation reopens is caught by chance: the KASAN hunt
-		# for stash-outside-rcu caught it on 4 of the 7 boots on record,
-		# and one CI run needed all of 3. Up to five boots (at that rate
-		# all five miss about once in 70 runs), and one that catches it is
-		# enough. A mutation caught at once boots once.
-		for try in 1 2 3 4 5; do
-			KIT_TREE=skeleton APPEND="$append" FLAVOUR=$main QUIET=1 \
-				"$KIT/vm/boot/lab-vm.sh" "$lab" test "$mut" "mutant-$name" "$log"
-			python3 "$KIT/vm/check/tap-summary.py" --must-fail "$log" "$res/mutant-$name.tap" "$name" "${must_fail[@]}"
-			grep -q '^not ok' "$res/mutant-$name.tap" || break
-			[ "$try" = 5 ] || echo "  RETRY    mutation $name was not caught on boot $try of 5"
-		done
+	if [ -n "$(kit_header "$v" must-fail)$(kit_header "$v" must-report)$(kit_header "$v" must-not-build)" ]; then
+		"$KIT/vm/check/mutation.sh" "$lab" "$v" "$main" "$res" "$reports"
 	else
 		echo "=== $lab: kernel variant $name ($append)"
 		log=$res/variant-$name.log
@@ -160,6 +121,10 @@ for g in "$dir"/gdb/*.gdb; do
 done
 
 python3 "$KIT/vm/check/transcripts.py" check "$fresh" "$KIT/docs/transcripts/$lab" "$res/transcripts.tap"
+if [ -d "$reports" ] || [ -d "$KIT/docs/transcripts/reports/$lab/$main" ]; then
+	python3 "$KIT/vm/check/transcripts.py" check "$reports" "$KIT/docs/transcripts/reports/$lab/$main" \
+		"$res/report-transcripts.tap"
+fi
 
 # Trees share the files they have in common as hard links, with each other
 # (seed-tree.py) and with the pristine checkout (lab-tree.sh): an overlay

@@ -22,14 +22,16 @@ mapfile -t files < <(git -C "$src" diff --name-only --diff-filter=AM pristine HE
 [ ${#files[@]} -gt 0 ] || die "the $lab series touches no C file?"
 objs=("${files[@]/%.c/.o}")
 
-# The warnings of making $objs in tree $1 / out dir $2, file:message only.
+# The warnings of making $objs in tree $1 / out dir $2, file:message only,
+# one line per warning: a message that comes twice is counted twice, so a
+# second misuse cannot hide behind a first one that is known.
 warnings() {
 	local log=$2/sparse-w1.log
 	rm -f "${objs[@]/#/$2/}"
 	make -C "$1" O="$2" -s -j"$(nproc)" C=2 W=1 "${objs[@]}" >"$log" 2>&1 || true
 	# "file:line[:column]: warning: text" (kernel-doc has no column)
 	sed -En 's#^([^: ]+):[0-9]+(:[0-9]+)?: (warning|error): #\1: \3: #p' "$log" |
-		sed -e "s|^$1/||" -e 's|^\(\.\./\)*||' | sort -u
+		sed -e "s|^$1/||" -e 's|^\(\.\./\)*||' | sort
 }
 
 hold_lock "$out/.make-kernel.lock" "another run is building ${out#"$BUILD"/}"
@@ -47,18 +49,19 @@ mapfile -t theirs < <(for f in "${files[@]}"; do [ -f "$PRISTINE/$f" ] && echo "
 objs=("${theirs[@]/%.c/.o}")
 mapfile -t before < <([ ${#objs[@]} -eq 0 ] || warnings "$PRISTINE" "$base")
 
-# Accepted on purpose, each with its reason (vm/check/sparse-known.txt).
+# Accepted on purpose, each with its reason (vm/check/sparse-known.txt):
+# each line accepts one warning. A warning is new unless the pristine file
+# or the known list still has one like it left to account for it.
 mapfile -t known < <(sed -n '/^[^#]/s/ # .*//p' "$KIT/vm/check/sparse-known.txt")
-# Looked up from here-strings, not pipes: grep -q leaves at its first
-# match, and under pipefail the writer's SIGPIPE would turn a match into
-# a miss now and then.
-before_text=$(printf '%s\n' "${before[@]}")
-known_text=$(printf '%s\n' "${known[@]}")
-bad=0
+declare -A in_pristine=() in_known=()
+for w in "${before[@]}"; do in_pristine[$w]=$((${in_pristine[$w]:-0} + 1)); done
+for w in "${known[@]}"; do in_known[$w]=$((${in_known[$w]:-0} + 1)); done
 tap=$(for w in "${mine[@]}"; do
-	if grep -qxF -- "$w" <<<"$before_text"; then
+	if [ "${in_pristine[$w]:-0}" -gt 0 ]; then
+		in_pristine[$w]=$((in_pristine[$w] - 1))
 		echo "ok sparse/W=1: already in pristine 6.1: $w"
-	elif grep -qxF -- "$w" <<<"$known_text"; then
+	elif [ "${in_known[$w]:-0}" -gt 0 ]; then
+		in_known[$w]=$((in_known[$w] - 1))
 		echo "ok sparse/W=1: known, see vm/check/sparse-known.txt: $w"
 	else
 		echo "not ok sparse/W=1: new in the series: $w"

@@ -219,12 +219,25 @@ def mutation_line(src):
     return None, None
 
 
-def must_report(log, out, mutant, src, title):
+def must_report(log, out, mutant, src, title, transcript=None):
     """A mutation that breaks the kernel: the first report is the one it
-    names, found and decoded, and it points at the mutated line."""
+    names, found and decoded, and it points at the mutated line. With
+    @transcript, what an attendee would see of it is written there for the
+    book (vm/check/transcripts.py masks what varies)."""
     shown, line = mutation_line(src)
     out_tap = tap.Tap()
     text, report = kernel_report(log)
+    if transcript and text:
+        import transcripts
+        lab = os.path.basename(os.path.dirname(os.path.dirname(os.path.abspath(log))))
+        # As make check shows it: the mutant's files are the attendee's.
+        seen = re.sub(r'full console log: .*', f'full console log: build/labs/{lab}/check.log', text)
+        if shown:
+            seen = seen.replace(shown.split('/kernel/', 1)[0] + '/kernel/',
+                                f'labs/{lab}/exercises/kernel/')
+        os.makedirs(os.path.dirname(transcript), exist_ok=True)
+        with open(transcript, 'w') as f:
+            f.write(transcripts.normalize(seen + '\n'))
     got = report.title() if report else None
     out_tap.result(got == title, f'mutation {mutant}: the first kernel report is "{title}"'
                    + ('' if got == title else f' (found: {got or "no report"})'))
@@ -256,7 +269,7 @@ def must_not_build(log, out, mutant, src):
 
 
 if __name__ == '__main__':
-    if len(sys.argv) == 7 and sys.argv[1] == '--must-report':
+    if len(sys.argv) in (7, 8) and sys.argv[1] == '--must-report':
         sys.exit(must_report(*sys.argv[2:]))
     if len(sys.argv) == 6 and sys.argv[1] == '--must-not-build':
         sys.exit(must_not_build(*sys.argv[2:]))

@@ -20,7 +20,12 @@
 #   About two hours on two cores; the machine's own ccache and build/labs
 #   stay as they are.
 #
-# ONLY=harness|micro|goals runs one part. The whole output goes to
+# reports: how fast and how well the kit names an attendee's broken kernel
+#   code (issue 29), on the last lab's mutations: a compile error, a panic
+#   at boot, an endless loop, a NULL dereference; each from the edit to the
+#   verdict, incremental build and boot included.
+#
+# ONLY=harness|micro|goals|reports runs one part. The whole output goes to
 # build/bench/bench.txt; UPDATE=1 also copies it to
 # docs/transcripts/reference/bench.txt, which the book and the README
 # quote (not checked: the numbers vary from run to run).
@@ -43,7 +48,7 @@ if [ -z "${BENCH_TEE:-}" ]; then
 	exit 0
 fi
 only=${ONLY:-}
-case $only in '' | harness | micro | goals) ;; *) die "ONLY must be harness, micro or goals, not '$only'" ;; esac
+case $only in '' | harness | micro | goals | reports) ;; *) die "ONLY must be harness, micro, goals or reports, not '$only'" ;; esac
 
 first=$(all_labs | sed -n 1p)  # sed, not head: no SIGPIPE under pipefail
 last=$(all_labs | tail -n1)
@@ -219,8 +224,38 @@ micro() {
 	python3 "$KIT/vm/compare/bench-table.py" "${args[@]}"
 }
 
+reports() {
+	local m v s t tap first5 verdict
+	echo
+	echo "kernel reports: the last lab's mutations, edit to verdict (incremental build and boot)"
+	printf '  %-34s %8s   %s\n' "mutation" "seconds" "what the kit said first"
+	for m in compile-error boot-panic endless-loop null-deref; do
+		v=$(lab_dir "$last")/variants/$m.series
+		[ -f "$v" ] || continue
+		s=$SECONDS
+		"$KIT/vm/check/mutation.sh" "$last" "$v" default "$outdir/reports" "$outdir/reports" \
+			>"$outdir/report-$m.log" 2>&1 || true
+		t=$((SECONDS - s))
+		tap=$outdir/reports/mutant-$m.tap
+		verdict="title and file:line right"
+		grep -q '^not ok' "$tap" 2>/dev/null && verdict="WRONG: $(grep -m1 '^not ok' "$tap")"
+		if [ "$m" = compile-error ]; then
+			first5=$(grep -m1 ': error:' "$outdir/reports/mutant-$m.console.log.build" || true)
+		else
+			# make check's result: the report must be in its first 5 lines.
+			first5=$(python3 "$KIT/vm/check/tap-summary.py" "x=$outdir/reports/mutant-$m.console.log" |
+				sed -n 1,5p | grep -m1 'KERNEL REPORT' || echo "no report in the first 5 lines")
+		fi
+		row "$m" "$t" "$verdict"
+		printf '  %-34s %8s   %s\n' "" "" "${first5:0:110}"
+	done
+	echo "  goals: compile error at the attendee's file and line; oops titled and decoded in the"
+	echo "  first 5 lines of make check; endless loop <= 150 s; panic at boot <= 60 s"
+}
+
 case $only in
-'') harness; micro; goals ;;
+'') harness; micro; reports; goals ;;
+reports) reports ;;
 harness) harness ;;
 micro) micro ;;
 goals) goals ;;

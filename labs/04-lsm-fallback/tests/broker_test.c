@@ -7,10 +7,15 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stddef.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
+#include <linux/bpf.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 
@@ -179,6 +184,104 @@ TEST_F(client, older_kernel_fallback)
 	ASSERT_EQ(waitpid(tester, &status, 0), tester);
 	ASSERT_TRUE(WIFEXITED(status));
 	/* 10: no seccomp; 11: filter ineffective; 12-14: peer_pidfd() or broker wrong */
+	EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+/*
+ * Put the calling process in a cgroup of its own and attach a cgroup
+ * getsockopt program that fails every getsockopt() (returns 0: -EPERM).
+ * Raw bpf(2): two instructions need no libbpf. Returns the cgroup's path
+ * in @dir, or a nonzero step number.
+ */
+static int reject_every_getsockopt(char *dir, size_t size)
+{
+	struct bpf_insn reject[] = {
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+	union bpf_attr attr;
+	int prog, cg, procs;
+	char pid[16];
+
+	/* Mounted once and left so: the parent removes the cgroup. */
+	if (mount("none", "/sys/fs/cgroup", "cgroup2", 0, NULL) && errno != EBUSY)
+		return 1;
+	snprintf(dir, size, "/sys/fs/cgroup/lab-getsockopt-%d", getpid());
+	if (mkdir(dir, 0700))
+		return 2;
+	cg = open(dir, O_RDONLY | O_DIRECTORY);
+	procs = cg < 0 ? -1 : openat(cg, "cgroup.procs", O_WRONLY);
+	snprintf(pid, sizeof(pid), "%d", getpid());
+	if (procs < 0 || write(procs, pid, strlen(pid)) != (ssize_t)strlen(pid))
+		return 3;
+	close(procs);
+
+	memset(&attr, 0, sizeof(attr));
+	attr.prog_type = BPF_PROG_TYPE_CGROUP_SOCKOPT;
+	attr.expected_attach_type = BPF_CGROUP_GETSOCKOPT;
+	attr.insns = (__u64)(unsigned long)reject;
+	attr.insn_cnt = sizeof(reject) / sizeof(reject[0]);
+	attr.license = (__u64)(unsigned long)"GPL";
+	prog = syscall(__NR_bpf, BPF_PROG_LOAD, &attr, sizeof(attr));
+	if (prog < 0)
+		return 4;
+
+	memset(&attr, 0, sizeof(attr));
+	attr.target_fd = cg;
+	attr.attach_bpf_fd = prog;
+	attr.attach_type = BPF_CGROUP_GETSOCKOPT;
+	if (syscall(__NR_bpf, BPF_PROG_ATTACH, &attr, sizeof(attr)))
+		return 5;
+	close(prog);
+	close(cg);
+	return 0;
+}
+
+/*
+ * SO_PEERPIDFD installs its fd before __sys_getsockopt() runs the cgroup
+ * getsockopt hook: a program there that fails the call must not see
+ * SO_PEERPIDFD at all (AF_UNIX's ->bpf_bypass_getsockopt), or the call
+ * fails with the pidfd installed and the fd leaks.
+ */
+TEST_F(client, cgroup_getsockopt_hook_cannot_fail_it)
+{
+	pid_t tester, client = self->pid;
+	char dir[64];
+	int status;
+
+	tester = fork();
+	ASSERT_GE(tester, 0);
+	if (tester == 0) {
+		struct ucred cred;
+		socklen_t len = sizeof(cred);
+		int lowest, fd, step;
+
+		step = reject_every_getsockopt(dir, sizeof(dir));
+		if (step)
+			_exit(10 + step);
+		/* The program is live: it fails any other option. */
+		if (getsockopt(self->sock, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 ||
+		    errno != EPERM)
+			_exit(20);
+		/* The lowest free descriptor, where the pidfd must land. */
+		lowest = dup(0);
+		close(lowest);
+		fd = peer_pidfd(self->sock);
+		if (self->expect == PIDFD_DENIED)
+			_exit(fd == -EACCES && dup(0) == lowest ? 0 : 21);
+		if (fd != lowest)
+			_exit(22);	/* failed, or another number than installed */
+		if (pidfd_target(fd) != client)
+			_exit(23);
+		close(fd);
+		/* Nothing else was left installed. */
+		_exit(dup(0) == lowest ? 0 : 24);
+	}
+	ASSERT_EQ(waitpid(tester, &status, 0), tester);
+	snprintf(dir, sizeof(dir), "/sys/fs/cgroup/lab-getsockopt-%d", tester);
+	rmdir(dir);
+	ASSERT_TRUE(WIFEXITED(status));
+	/* 11-15: no cgroup2 or bpf(2); 20: program ineffective; 21-24: the pidfd */
 	EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
