@@ -88,7 +88,8 @@ boot+=(APPEND="$append" FLAVOUR="$main" QUIET=1 "$KIT/vm/boot/lab-vm.sh" "$lab" 
 
 if [ -n "$must_not_build" ]; then
 	"${boot[@]}" >"$log.build" 2>&1 && echo "# mutation $name built" >>"$log.build"
-	exec python3 "$KIT/vm/check/tap-summary.py" --must-not-build "$log.build" "$res/mutant-$name.tap" "$name" "$mut"
+	exec python3 "$KIT/vm/check/tap-summary.py" --must-not-build "$log.build" "$res/mutant-$name.tap" "$name" "$mut" \
+		"$reports/report-$name.txt"
 fi
 if [ -z "$must_fail" ]; then
 	"${boot[@]}"

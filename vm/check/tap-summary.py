@@ -250,12 +250,23 @@ def must_report(log, out, mutant, src, title, transcript=None):
     return 0
 
 
-def must_not_build(log, out, mutant, src):
+def must_not_build(log, out, mutant, src, transcript=None):
     """A mutation that does not compile: the compiler's error names the
-    exercise file the mutation is in, at its line, not the tree's copy."""
+    exercise file the mutation is in, at its line, not the tree's copy.
+    With @transcript, the compiler's lines about that file go there, as
+    make check shows them, for the book."""
     shown, line = mutation_line(src)
     with open(log, errors='replace') as f:
         text = f.read()
+    if transcript and shown:
+        lab = os.path.basename(os.path.dirname(os.path.dirname(os.path.abspath(src))))
+        mine = shown.split('/kernel/', 1)[0] + '/kernel/'
+        said = [x.replace(mine, f'labs/{lab}/exercises/kernel/') for x in text.splitlines()
+                if x.startswith(shown) or x.lstrip().startswith(('|', '^')) or
+                re.match(r'\s+\d+ \|', x)]
+        os.makedirs(os.path.dirname(transcript), exist_ok=True)
+        with open(transcript, 'w') as f:
+            f.write('\n'.join(said) + '\n')
     out_tap = tap.Tap()
     want = re.compile(re.escape(f'{shown}:{line}:') + r'\d+: error:')
     out_tap.result(bool(shown) and bool(want.search(text)),
@@ -271,7 +282,7 @@ def must_not_build(log, out, mutant, src):
 if __name__ == '__main__':
     if len(sys.argv) in (7, 8) and sys.argv[1] == '--must-report':
         sys.exit(must_report(*sys.argv[2:]))
-    if len(sys.argv) == 6 and sys.argv[1] == '--must-not-build':
+    if len(sys.argv) in (6, 7) and sys.argv[1] == '--must-not-build':
         sys.exit(must_not_build(*sys.argv[2:]))
     if len(sys.argv) == 4 and sys.argv[1] == '--skeleton':
         sys.exit(skeleton(sys.argv[2], sys.argv[3]))
