@@ -12,10 +12,13 @@ import os
 import re
 import sys
 
+from docutils import nodes
+from docutils.parsers.rst import directives
 from docutils.parsers.rst.directives.misc import Include as BaseInclude
 from sphinx.directives.code import LiteralInclude
 from sphinx.directives.other import Include
 from sphinx.ext.graphviz import Graphviz
+from sphinx.util.docutils import SphinxDirective
 
 DOCS = os.path.dirname(os.path.abspath(__file__))
 KIT = os.path.dirname(DOCS)
@@ -142,10 +145,91 @@ class HereGraphviz(_FromHere, Graphviz):
         return super().run()
 
 
+# -- A transcript that is a table, shown as one ---------------------------------
+#
+# make reference writes the parity table as plain text, columns separated
+# by " | " and a "-----+-----" line under the header, 184 characters wide:
+# as a literal block it would scroll sideways. `.. transcript-table:: FILE`
+# shows the same file as a table whose cells wrap. The file is not
+# changed; the text before the header and after the last row is shown as
+# it is, in literal blocks. A column is cut at the "+" of the separator
+# line, so a "|" inside a cell ("POLLIN|POLLHUP") stays in its cell.
+
+
+class TranscriptTable(SphinxDirective):
+    required_arguments = 1
+    option_spec = {'widths': directives.positive_int_list}
+
+    def run(self):
+        rel, path = self.env.relfn2path(self.arguments[0])
+        self.env.note_dependency(rel)
+        with open(path) as f:
+            lines = f.read().splitlines()
+        sep = next((i for i, l in enumerate(lines)
+                    if i and l and set(l) <= set('-+')), None)
+        if sep is None:
+            raise self.error(f'{self.arguments[0]}: no "----+----" line under a header')
+        cuts = [i for i, c in enumerate(lines[sep]) if c == '+']
+
+        def cells(line):
+            edges = [0] + cuts + [len(line) + 1]
+            return [line[a + (1 if a else 0):b].strip()
+                    for a, b in zip(edges, edges[1:])]
+
+        def is_row(line):
+            return all(len(line) > c and line[c] == '|' for c in cuts)
+
+        end = sep + 1
+        while end < len(lines) and is_row(lines[end]):
+            end += 1
+        header, rows = cells(lines[sep - 1]), [cells(l) for l in lines[sep + 1:end]]
+        ncols = len(header)
+        widths = self.options.get('widths') or [1] * ncols
+        if len(widths) != ncols:
+            raise self.error(f':widths: has {len(widths)} numbers for {ncols} columns')
+
+        def row_node(values):
+            row = nodes.row()
+            for v in values:
+                entry = nodes.entry()
+                entry += nodes.paragraph(text=v)
+                row += entry
+            return row
+
+        table = nodes.table(classes=['colwidths-given', 'transcript-table'])
+        # A transcript's "pidfs" and "---" stay as they are: no curly
+        # quotes, no dashes.
+        table['support_smartquotes'] = False
+        group = nodes.tgroup(cols=ncols)
+        table += group
+        for w in widths:
+            group += nodes.colspec(colwidth=w)
+        head = nodes.thead()
+        head += row_node(header)
+        group += head
+        body = nodes.tbody()
+        for r in rows:
+            body += row_node(r)
+        group += body
+
+        out = []
+        for text in ('\n'.join(lines[:sep - 1]).strip('\n'),
+                     None,
+                     '\n'.join(lines[end:]).strip('\n')):
+            if text is None:
+                out.append(table)
+            elif text:
+                block = nodes.literal_block(text, text)
+                block['language'] = 'none'
+                out.append(block)
+        return out
+
+
 def setup(app):
     app.add_directive('literalinclude', HereLiteralInclude, override=True)
     app.add_directive('include', HereInclude, override=True)
     app.add_directive('graphviz', HereGraphviz, override=True)
+    app.add_directive('transcript-table', TranscriptTable)
     return {'parallel_read_safe': True, 'parallel_write_safe': True}
 
 

@@ -9,6 +9,9 @@ when
   * a table is wider than the text column (the reader would have to scroll
     it sideways, or never sees its last columns), or a table cell hides
     part of its text;
+  * a literal block (a transcript, program output, code) has lines longer
+    than its box shows, so that the reader has to scroll it sideways, or
+    the box itself reaches past the text column;
   * a graphviz diagram did not render (no SVG, or an SVG without nodes);
   * a page did not finish loading, or lacks the theme's or the book's
     style sheet (docs/_static/book.css).
@@ -46,7 +49,7 @@ SCREENSHOTS = [
 PROBE = r"""
 <script>
 window.addEventListener('load', function () {
-  var problems = [], tables = 0, diagrams = 0;
+  var problems = [], tables = 0, diagrams = 0, blocks = 0;
   function where(el) {
     var h = null, e = el;
     while (e && !h) {
@@ -61,7 +64,7 @@ window.addEventListener('load', function () {
         if (t && !h) h = t;
       }
     }
-    return h ? h.textContent.replace(/\u00b6/g, '').trim() : '(top of page)';
+    return h ? h.textContent.replace(/[\u00b6\uf0c1]/g, '').trim() : '(top of page)';
   }
   var sheets = Array.prototype.map.call(document.styleSheets, function (x) { return x.href || ''; });
   ['/theme.css', '/book.css'].forEach(function (name) {
@@ -85,6 +88,42 @@ window.addEventListener('load', function () {
                       c.textContent.trim().slice(0, 40) + '"');
       }
     });
+  });
+  // Literal blocks: the theme gives each one a horizontal scroll bar of
+  // its own, so a line longer than the box is cut off at the right edge
+  // until the reader scrolls. Count in characters of the block's own font.
+  var canvas = document.createElement('canvas').getContext('2d');
+  document.querySelectorAll('.rst-content pre').forEach(function (p) {
+    blocks++;
+    var cs = getComputedStyle(p);
+    var tab = parseInt(cs.tabSize, 10) || 8;
+    var lines = p.textContent.replace(/\n$/, '').split('\n').map(function (l) {
+      var out = '';
+      for (var i = 0; i < l.length; i++)
+        out += l[i] === '\t' ? ' '.repeat(tab - out.length % tab) : l[i];
+      return out;
+    });
+    var longest = lines.reduce(function (a, l) { return l.length > a.length ? l : a; }, '');
+    canvas.font = cs.font;
+    var cw = canvas.measureText('0000000000').width / 10 || 1;
+    var inner = p.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight);
+    var fits = Math.floor(inner / cw);
+    var scrolls = false;
+    for (var e = p; e && e !== column; e = e.parentElement) {
+      if (e.scrollWidth > e.clientWidth + 1 && getComputedStyle(e).overflowX !== 'visible') {
+        scrolls = true;
+        break;
+      }
+    }
+    var r = p.getBoundingClientRect();
+    if (scrolls) {
+      problems.push('literal block under "' + where(p) + '" has lines of ' + longest.length +
+                    ' characters, its box shows ' + fits + ': it scrolls sideways ("' +
+                    longest.trim().slice(0, 40) + '")');
+    } else if (r.right > colRight + 1) {
+      problems.push('literal block under "' + where(p) + '" is ' + Math.round(r.width) +
+                    ' px wide and reaches past the text column');
+    }
   });
   document.querySelectorAll('div.graphviz').forEach(function (g) {
     diagrams++;
@@ -121,7 +160,8 @@ window.addEventListener('load', function () {
     }
     window.scrollTo(0, 0);
   }
-  out.textContent = JSON.stringify({tables: tables, diagrams: diagrams, problems: problems});
+  out.textContent = JSON.stringify({tables: tables, diagrams: diagrams, blocks: blocks,
+                                    problems: problems});
   document.body.appendChild(out);
 });
 </script>
@@ -198,7 +238,7 @@ def main(html, out):
                    for d, _, files in os.walk(html) for f in files
                    if f.endswith('.html') and not d.startswith(os.path.join(html, '_'))
                    and f not in ('search.html', 'genindex.html'))
-    failed, tables, diagrams = 0, 0, 0
+    failed, tables, diagrams, blocks = 0, 0, 0, 0
     try:
         # One browser per page; two at a time, for the two cores.
         with concurrent.futures.ThreadPoolExecutor(2) as pool:
@@ -209,13 +249,15 @@ def main(html, out):
                     continue
                 tables += res['tables']
                 diagrams += res['diagrams']
+                blocks += res['blocks']
                 if res['problems']:
                     failed += 1
                     print(f'not ok {page}')
                     for p in res['problems']:
                         print(f'#   {p}')
                 else:
-                    print(f'ok {page} ({res["tables"]} tables, {res["diagrams"]} diagrams)')
+                    print(f'ok {page} ({res["tables"]} tables, {res["diagrams"]} diagrams, '
+                          f'{res["blocks"]} literal blocks)')
         for page, name in SCREENSHOTS:
             if not os.path.isfile(os.path.join(html, page.split('?')[0])):
                 continue
@@ -227,7 +269,7 @@ def main(html, out):
         shutil.rmtree(profile, ignore_errors=True)
 
     print(f'docs-check: {len(pages)} pages, {tables} tables, {diagrams} diagrams, '
-          f'width {WIDTH} px')
+          f'{blocks} literal blocks, width {WIDTH} px')
     print(f'{len(pages) - failed} passed, {failed} failed')
     return 1 if failed else 0
 
