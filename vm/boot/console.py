@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Run a lab VM without a terminal and watch its two serial ports.
 
-  console.py LOG BOOT_TIMEOUT TIMEOUT ECHO STOP_STUCK -- QEMU_COMMAND...
+  console.py LOG BOOT_TIMEOUT TIMEOUT ECHO STOP_STUCK ACCEL -- QEMU_COMMAND...
 
 The guest's userspace (tests, markers, demos) writes to its first serial
 port, the kernel's console is the second, at every log level: a WARNING's
@@ -84,7 +84,7 @@ def say_stopped(log, why, hint, lines):
 STUCK_FIRST = [pat for pat, _, kind in kreport.KINDS if kind in kreport.STUCK]
 
 
-def run(log, boot_timeout, timeout, echo, stop_stuck, command):
+def run(log, boot_timeout, timeout, echo, stop_stuck, accel, command):
     user_port, kernel_port = Port(log + '.ttyS0', False), Port(log + '.ttyS1', True)
     for p in (user_port.path, kernel_port.path):
         open(p, 'wb').close()
@@ -128,12 +128,14 @@ def run(log, boot_timeout, timeout, echo, stop_stuck, command):
                        'its decoded trace follows in the result')
                 break
             if booted is None and now >= boot_timeout:
-                why = (f'the guest did not reach userspace within {boot_timeout}s',
-                       'a kernel report above names the cause, if there is one; '
-                       'otherwise a kernel config change is the usual cause')
+                why = (f'the guest did not reach userspace within {boot_timeout:.0f}s '
+                       f'(accelerator: {accel})',
+                       'KVM may hang here; retry with ACCEL=tcg' if accel == 'kvm' else
+                       'look for a kernel report or a panic above; a kernel config '
+                       'change is the usual cause')
                 break
             if now >= timeout:
-                why = (f'the guest was still running after {timeout}s, this lab\'s limit',
+                why = (f'the guest was still running after {timeout:.0f}s, this run\'s limit',
                        'a test is stuck (the last lines name it); '
                        'if it is only slow, raise the limit with TIMEOUT=seconds')
                 break
@@ -165,9 +167,10 @@ def run(log, boot_timeout, timeout, echo, stop_stuck, command):
 
 
 def main(argv):
-    if len(argv) < 8 or argv[6] != '--':
+    if len(argv) < 9 or argv[7] != '--':
         sys.exit(__doc__)
-    return run(argv[1], float(argv[2]), float(argv[3]), argv[4] == '1', argv[5] == '1', argv[7:])
+    return run(argv[1], float(argv[2]), float(argv[3]), argv[4] == '1', argv[5] == '1', argv[6],
+               argv[8:])
 
 
 if __name__ == '__main__':

@@ -111,7 +111,14 @@ fi
 if [ "$mode" = shell ]; then
 	echo "Booting ${LAB_NAME:-$kernel} under $accel; leave with 'poweroff' or Ctrl-A x." >&2
 	rc=0
-	"${args[@]}" -display none -serial mon:stdio || rc=$?
+	# What -serial mon:stdio is (the monitor muxed in, Ctrl-C for the
+	# guest), with a copy of the terminal's output: a kernel that dies at
+	# boot never starts init's copy of its log, but its panic is on the
+	# terminal.
+	# shellcheck disable=SC2054 # the commas belong to QEMU's option syntax
+	"${args[@]}" -display none -chardev "stdio,id=term,mux=on,signal=off,logfile=$log.terminal" \
+		-serial chardev:term -mon chardev=term,mode=readline || rc=$?
+	[ -s "$log" ] || cp "$log.terminal" "$log"
 	# The kernel's reports of this session, decoded (lab-vm.sh's record).
 	[ -f "$log.json" ] && python3 "$KIT/vm/check/kreport.py" after "$log.json"
 	# vm-exit 0 leaves QEMU with status 1; Ctrl-A x with 0.
@@ -121,5 +128,5 @@ fi
 
 timeout=${TIMEOUT:-900}
 exec python3 "$KIT/vm/boot/console.py" "$log" "$boot_timeout" "$timeout" \
-	"$([ "${QUIET:-0}" = 1 ] && echo 0 || echo 1)" "$stop_stuck" -- "${args[@]}" -display none -monitor none \
+	"$([ "${QUIET:-0}" = 1 ] && echo 0 || echo 1)" "$stop_stuck" "$accel" -- "${args[@]}" -display none -monitor none \
 	-serial "file:$log.ttyS0"

@@ -29,16 +29,18 @@ function show(final,    line, pct) {
 }
 BEGIN { nshow = split(showas, pairs, " ") }
 # Literal replacement (a path holds regex characters): TREE_PATH only where
-# no other path character comes before it.
-function show_as(line,    i, from, to, at, out, c) {
+# no other path character comes before or after it.
+function show_as(line,    i, from, to, at, out, c, after) {
 	for (i = 1; i <= nshow; i++) {
 		from = substr(pairs[i], 1, index(pairs[i], "=") - 1)
 		to = substr(pairs[i], index(pairs[i], "=") + 1)
 		out = ""
 		while ((at = index(line, from)) > 0) {
 			c = at > 1 ? substr(line, at - 1, 1) : ""
+			after = substr(line, at + length(from), 1)
 			# (a colour escape, "ESC[...m" or "ESC[K", may come before it)
-			if (c ~ /[A-Za-z0-9_.\/-]/ && substr(line, 1, at - 1) !~ /\033\[[0-9;]*[mK]$/)
+			if ((c ~ /[A-Za-z0-9_.\/-]/ && substr(line, 1, at - 1) !~ /\033\[[0-9;]*[mK]$/) ||
+			    after ~ /[A-Za-z0-9_.\/-]/)
 				out = out substr(line, 1, at + length(from) - 1)
 			else
 				out = out substr(line, 1, at - 1) to

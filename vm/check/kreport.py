@@ -260,6 +260,32 @@ def summary_of_record(path, most=1):
     return summary(rec['log'], rec['vmlinux'], rec['src'], rec['overlays'], most)
 
 
+OFFSET = re.compile(r'\+0x([0-9a-f]+)/')
+
+
+def for_decoding(lines, most=16):
+    """The report's lines up to its first @most frames (each frame costs the
+    decoder an addr2line run), with each caller's return address moved back
+    onto its call: the kernel prints where a call returns to, and after a
+    call that does not return (panic()) that is already the next function.
+    The kernel's own %pB does the same; the RIP line is exact as it is."""
+    out, frames, in_trace = [], 0, False
+    for line in lines:
+        if line.strip() in ('Call Trace:', '<TASK>', '<IRQ>'):
+            in_trace = True
+        m = FRAME.match(line)
+        if m and in_trace and not line.lstrip().startswith('?'):
+            off = OFFSET.search(line)
+            if off and int(off.group(1), 16) > 0:
+                line = line[:off.start()] + f'+0x{int(off.group(1), 16) - 1:x}/' + line[off.end():]
+        if m or RIP.match(line):
+            frames += 1
+        out.append(line)
+        if frames >= most:
+            break
+    return out
+
+
 def decode(report, vmlinux, src, overlays):
     """The report's lines with file:line after each frame, by the kernel's
     own decode_stacktrace.sh; exercise files shown at the attendee's path."""
@@ -267,8 +293,8 @@ def decode(report, vmlinux, src, overlays):
     if not (vmlinux and os.path.isfile(vmlinux) and os.path.isfile(script)):
         return report.lines
     try:
-        p = subprocess.run(['bash', script, vmlinux, os.path.abspath(src) + '/'],
-                           input='\n'.join(report.lines) + '\n', capture_output=True,
+        p = subprocess.run(['bash', script, vmlinux, os.path.abspath(src)],
+                           input='\n'.join(for_decoding(report.lines)) + '\n', capture_output=True,
                            text=True, timeout=120)
     except (OSError, subprocess.TimeoutExpired):
         return report.lines
@@ -283,21 +309,34 @@ def decode(report, vmlinux, src, overlays):
 
 
 FILE_LINE = re.compile(r'\(([\w./-]+\.[ch]):(\d+)')
+# A frame as decode_stacktrace.sh writes it: "func (fs/pidfs.c:86 ...)",
+# "RIP: 0010:func (fs/pidfs.c:86)".
+DECODED = re.compile(r'^\s*(?:\?\s+)?(?:RIP: \w+:)?[A-Za-z_][\w.]* \([\w./-]+:\d+')
+
+
+PATH_LINE = re.compile(r'([\w./-]+\.[chS]):(\d+)')
 
 
 def where(decoded, culprit, overlays):
-    """file:line of the culprit's frame, preferring an attendee's file."""
+    """file:line of the report's place: the first frame in an attendee's
+    exercise file (inlined or not), else the culprit's own frame."""
     shown = [s for _, s in overlays]
     best = None
     for line in decoded:
-        m = FILE_LINE.search(line)
-        if not m:
+        if not (DECODED.match(line) or FILE_LINE.search(line)):
             continue
-        loc = f'{m.group(1)}:{m.group(2)}'
-        if any(loc.startswith(s + ':') for s in shown):
-            return loc
-        if best is None and culprit and re.search(r'\b' + re.escape(culprit) + r'\+0x', line):
-            best = loc
+        if line.lstrip().startswith('?'):
+            continue
+        inside = line[line.find('(') + 1:] if '(' in line else ''
+        for m in PATH_LINE.finditer(inside):
+            loc = f'{m.group(1)}:{m.group(2)}'
+            if any(m.group(1) == s for s in shown):
+                return loc
+        if best is None and culprit and re.search(r'(?:^|[\s:])' + re.escape(culprit) + r' \(', line):
+            found = PATH_LINE.findall(inside)
+            if found:
+                # An inlined chain ends with the function the frame names.
+                best = '%s:%s' % found[-1]
     return best
 
 
@@ -327,6 +366,7 @@ def summary(path, vmlinux=None, src=None, overlays=(), most=1):
         facts.append(f'during {r.test}' if r.test else 'before any test ran')
         out.append('  ' + ', '.join(facts))
         frames = [line for line in decoded if FRAME.match(line) or RIP.match(line)
+                  or DECODED.match(line)
                   or line.startswith(('BUG:', 'WARNING:', 'Kernel panic', 'INFO:', 'watchdog:',
                                       'rcu:', 'general protection', 'kernel BUG'))]
         for line in frames[:14]:

@@ -3,8 +3,9 @@
 
 What make test believes comes from a few parsers: the TAP counts
 (tap-summary.py), the exercise rendering (exercises.py), the transcript
-masking (transcripts.py), the build progress filter (kbuild-progress.awk)
-and the run record make gdb reads (lib.sh). A bug there turns a failing
+masking (transcripts.py), the build progress filter (kbuild-progress.awk),
+the run record make gdb reads (lib.sh) and the kernel report parser
+(kreport.py) on real console logs. A bug there turns a failing
 lab into a green run, so each gets cases whose answer is known, including
 the ones that must come out as failures; kbuild.sh's shortcut that
 skips Kbuild when nothing changed, and the `cmd` it gives 6.1's Kbuild
@@ -136,6 +137,76 @@ class TapSummary(unittest.TestCase):
         # The summary counts that process once.
         got = [s for _, s, _ in tap.parse(flood)]
         self.assertEqual(got.count('leftover'), 1)
+
+
+kreport = load('check/kreport')
+REPORTS = os.path.join(VM, 'check', 'reports')
+
+
+class KernelReports(unittest.TestCase):
+    """The report parser on real console logs of make test's mutations
+    (vm/check/reports/NAME.log, whose first line says "# title: ..." and
+    "# culprit: ..."), as syzkaller tests pkg/report on its corpus."""
+
+    def corpus(self):
+        for name in sorted(os.listdir(REPORTS)):
+            path = os.path.join(REPORTS, name)
+            with open(path) as f:
+                head = dict(line[2:].rstrip('\n').split(': ', 1) for line in f
+                            if line.startswith('# ') and ': ' in line)
+            yield name, path, head
+
+    def test_corpus_titles(self):
+        seen = 0
+        for name, path, head in self.corpus():
+            with self.subTest(log=name):
+                reports = kreport.find(kreport.read_lines(path))
+                self.assertTrue(reports, 'no report found')
+                self.assertEqual(reports[0].title(), head['title'])
+                if 'test' in head:
+                    self.assertEqual(reports[0].test, head['test'])
+                seen += 1
+        self.assertGreaterEqual(seen, 5, 'the corpus lost its logs')
+
+    def test_every_stuck_kind_stops_the_vm(self):
+        for name, path, head in self.corpus():
+            with self.subTest(log=name):
+                first = kreport.find(kreport.read_lines(path))[0]
+                self.assertEqual(first.stuck, head.get('stuck') == 'yes')
+
+    def test_no_report_in_a_clean_log(self):
+        self.assertEqual(kreport.find(CONSOLE.splitlines()), [])
+
+    def test_kmsg_records_read_as_console_lines(self):
+        lines = ['6,1,5000000,-;hello', ' SUBSYSTEM=x', '4,2,6500000,-;WARNING: CPU: 0 PID: 1 at '
+                 'fs/pidfs.c:9 pidfs_alloc_file+0x1/0x2', '4,3,6500001,c;RIP: 0010:pidfs_alloc_file+0x1/0x2']
+        with tempfile.TemporaryDirectory() as d:
+            write(os.path.join(d, 'k.log'), '\n'.join(lines) + '\n')
+            got = kreport.read_lines(os.path.join(d, 'k.log'))
+        self.assertEqual(got[0], '[    5.000000] hello')
+        self.assertEqual(len(got), 3)
+        self.assertEqual(kreport.find(got)[0].title(), 'WARNING in pidfs_alloc_file')
+
+    def test_the_reporting_machinery_is_never_the_culprit(self):
+        r = kreport.Report('warning', 'WARNING in {fn}', ('',), 'WARNING: x', 1, None)
+        r.lines += ['Call Trace:', ' <TASK>', ' dump_stack_lvl+0x1/0x2', ' __warn+0x1/0x2',
+                    ' ? report_bug+0x1/0x2', ' stash_dentry+0x1/0x2', ' do_syscall_64+0x1/0x2']
+        self.assertEqual(r.title(), 'WARNING in stash_dentry')
+
+    def test_tests_after_a_report_are_grouped_under_it(self):
+        for name, path, head in self.corpus():
+            if head.get('grouped'):
+                with tempfile.TemporaryDirectory() as d:
+                    log = os.path.join(d, 'check.log')
+                    shutil.copyfile(path, log)
+                    kreport.write_record(log + '.json', log, '/nonexistent/vmlinux', d)
+                    with contextlib.redirect_stdout(io.StringIO()) as out:
+                        tap.summary([f'x={log}'])
+                text = out.getvalue().splitlines()
+                self.assertTrue(text[0].startswith('  KERNEL REPORT: ' + head['title']), text[:3])
+                self.assertIn(f'after the kernel report above ({head["title"]})', out.getvalue())
+                return
+        self.fail('no corpus log says "# grouped: yes"')
 
 
 class Markers(unittest.TestCase):
@@ -345,9 +416,9 @@ class Transcripts(unittest.TestCase):
             self.assertIn('not ok 3 transcript c.txt: the book shows it', read(out))
 
 
-def awk(text, total, tty):
+def awk(text, total, tty, showas=''):
     return subprocess.run([os.path.join(VM, 'build', 'kbuild-progress.awk'), '-v', f'total={total}',
-                           '-v', f'tty={tty}', '-v', 'start=0'],
+                           '-v', f'tty={tty}', '-v', 'start=0', '-v', f'showas={showas}'],
                           input=text, capture_output=True, text=True, check=True).stdout
 
 
@@ -363,6 +434,25 @@ class BuildProgress(unittest.TestCase):
 
     def test_unknown_total(self):
         self.assertTrue(awk('  AS      a.o\n', 0, 0).startswith('  CC       1 objects'))
+
+    def test_exercise_files_are_named_where_the_attendee_edits_them(self):
+        mine = 'labs/04-x/exercises/kernel/fs/pidfs.c'
+        gcc = ('In file included from ../../src/fs/pidfs.c:3:\n'
+               '../../src/fs/pidfs.c: In function \u2018f\u2019:\n'
+               '../../src/fs/pidfs.c:86:14: error: x\n'
+               '\033[01m\033[K../../src/fs/pidfs.c:87:1:\033[m\033[K warning: y\n'
+               '../../src/fs/pidfs.cx:1:1: note: another file\n'
+               '../../../src/fs/pidfs.c:2:1: note: another tree\n'
+               '../../src/include/linux/pid.h:5:1: note: not an exercise\n')
+        out = awk(gcc, 0, 0, f'../../src/fs/pidfs.c={mine} ../../src/fs/libfs.c=x').splitlines()
+        self.assertEqual(out[0], f'In file included from {mine}:3:')
+        self.assertEqual(out[1], f'{mine}: In function \u2018f\u2019:')
+        self.assertEqual(out[2], f'{mine}:86:14: error: x')
+        self.assertEqual(out[3], f'\033[01m\033[K{mine}:87:1:\033[m\033[K warning: y')
+        # Only that path: not one it is the start of, nor the end of.
+        self.assertTrue(out[4].startswith('../../src/fs/pidfs.cx'), out[4])
+        self.assertTrue(out[5].startswith('../../../src/fs/pidfs.c'), out[5])
+        self.assertTrue(out[6].startswith('../../src/include/linux/pid.h'), out[6])
 
 
 class RunRecord(unittest.TestCase):

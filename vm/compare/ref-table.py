@@ -64,12 +64,12 @@ SAME_NOTES = {
     'fchown': 'S_IMMUTABLE inode',
     'selinux.avc_denials': 'S_PRIVATE inodes: the inode checks skip pidfds',
     'f_type': 'PID_FS_MAGIC, the port uses upstream\'s number',
-    'name_to_handle_at': 'the kit config has no CONFIG_FHANDLE (pidfs handles: 6.13)',
+    'name_to_handle_at': 'the kit config has no CONFIG_FHANDLE (pidfs handles: 6.14)',
     'st_mode_perm': 'owner-only, as upstream (lab 04, 0003); labs 02-03 have 0444',
     'pidfs_in_proc_filesystems': 'kern_mount() only, never registered (lab 03, 0007)',
     'fsopen_pidfs': 'an unknown filesystem type to fsopen(), as any unregistered one',
     'vfs_access_as_nobody': 'the VFS checks the inode\'s 0700: nothing for others',
-    'reopen_via_proc_fd_as_nobody': 'only root may reopen a pidfd, as on the anonymous inode',
+    'reopen_via_proc_fd_as_nobody': 'owner-only mode: not nobody; the anonymous inode let nobody reopen',
 }
 
 LABELS = {
