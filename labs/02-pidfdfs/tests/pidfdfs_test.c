@@ -357,9 +357,35 @@ TEST(no_struct_pid_leaks)
  * succeed, and a late open must find the same, locked, inode. Anything
  * else means two live inodes for one process: a lost race that kept its
  * own dentry, or a stash emptied under a live dentry.
+ *
+ * The dentry and inode that lost a race must also go: the loser drops
+ * them, and the inode its reference on the struct pid. Nothing of the
+ * kind is visible from userspace, so the test counts the objects of their
+ * slab caches (lab_slab_objects()) before and after. Each lost race that
+ * forgot to drop its dentry leaves one dentry and one inode behind, and
+ * the process's struct pid with them.
  */
 #define FIRST_OPEN_THREADS	4
 #define FIRST_OPEN_ROUNDS	1500
+/* Strays that are not the test's (a kernel worker started meanwhile). */
+#define FIRST_OPEN_STRAYS	8
+
+struct slab_counts {
+	long dentries, inodes, pids;	/* -1: not counted by this kernel */
+};
+
+static void slab_counts(struct slab_counts *c)
+{
+	c->dentries = lab_slab_objects("dentry");
+	c->inodes = lab_slab_objects("inode_cache");
+	c->pids = lab_slab_objects("pid");
+}
+
+/* @after is back to @before, give or take FIRST_OPEN_STRAYS. */
+static int slab_back_to(long before, long after)
+{
+	return before < 0 || after < 0 || after <= before + FIRST_OPEN_STRAYS;
+}
 
 struct first_open {
 	pid_t pid;
@@ -400,8 +426,15 @@ TEST(race_first_open_one_inode)
 {
 	pthread_t threads[FIRST_OPEN_THREADS];
 	struct first_open r = { .lock = PTHREAD_MUTEX_INITIALIZER };
-	int i, split = 0, first_split = -1;
+	int i, split = 0, first_split = -1, settled = 0;
+	struct slab_counts before, after;
 
+	/*
+	 * Twice: the first count looks up the sysfs files it reads, whose
+	 * dentries and inodes then stay, and would count as ours.
+	 */
+	slab_counts(&before);
+	slab_counts(&before);
 	r.pid = spawn_sleeper();
 	ASSERT_GT(r.pid, 0);
 	pthread_barrier_init(&r.go, NULL, FIRST_OPEN_THREADS + 1);
@@ -440,6 +473,19 @@ TEST(race_first_open_one_inode)
 	EXPECT_EQ(r.errors, 0);
 	EXPECT_EQ(split, 0) TH_LOG("%d of %d rounds had more than one inode (first: round %d)",
 				   split, FIRST_OPEN_ROUNDS, first_split);
+
+	/* Dentries, inodes and struct pids are freed after a grace period. */
+	for (i = 0; i < 50 && !settled; i++) {
+		usleep(100000);
+		slab_counts(&after);
+		settled = slab_back_to(before.dentries, after.dentries) &&
+			  slab_back_to(before.inodes, after.inodes) &&
+			  slab_back_to(before.pids, after.pids);
+	}
+	TH_LOG("slab objects: dentry %ld -> %ld, inode_cache %ld -> %ld, pid %ld -> %ld (-1: not counted)",
+	       before.dentries, after.dentries, before.inodes, after.inodes,
+	       before.pids, after.pids);
+	EXPECT_TRUE(settled) TH_LOG("a dentry that lost the race was never dropped?");
 }
 
 TEST(fdinfo_poll_waitid_still_work)

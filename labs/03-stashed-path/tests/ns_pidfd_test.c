@@ -10,6 +10,7 @@
 #include <sched.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <sys/vfs.h>
@@ -202,6 +203,131 @@ TEST_F(nschild, setns_takes_a_pidfd_or_a_namespace_file)
 	ASSERT_EQ(hostname_after_join(uts, name, sizeof(name)), 0);
 	EXPECT_STREQ(name, "lab03-child");
 	close(uts);
+}
+
+/*
+ * A bind mount of a mount namespace's file pins that namespace. Bound in
+ * a namespace that is not newer than the one it pins, it could close a
+ * loop of namespaces that pin each other and are never freed, so
+ * do_loopback() refuses it with EINVAL (mnt_ns_loop()). For that, nsfs
+ * must tell a mount namespace's file from the others: is_mnt_ns_file().
+ * Upstream's conversion to path_from_stashed() broke it (->d_fsdata had
+ * become the stash) until 6.13; 03/0002 converts it with the others.
+ */
+#define BIND_TARGET "/tmp/lab03-mntns-bind"
+
+TEST_F(nschild, mount_namespace_file_cannot_close_a_loop)
+{
+	ino_t ours = 0, childs = 0, now = 0;
+	char path[64];
+	int mnt, fd;
+
+	/* The child shares our mount namespace: its file is the one to bind. */
+	mnt = open_ns(self->pid, "mnt");
+	ASSERT_GE(mnt, 0);
+	EXPECT_EQ(ns_type_of(mnt), CLONE_NEWNS);
+	close(mnt);
+	ASSERT_EQ(ns_ino_of(self->pid, "mnt", &childs), 0);
+	ASSERT_EQ(ns_ino_of(getpid(), "mnt", &ours), 0);
+	EXPECT_EQ(childs, ours);
+
+	/*
+	 * A mount namespace of our own (the harness runs each test in a
+	 * process of its own), newer than the child's, and private.
+	 */
+	ASSERT_EQ(unshare(CLONE_NEWNS), 0);
+	ASSERT_EQ(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);
+	ASSERT_EQ(ns_ino_of(getpid(), "mnt", &now), 0);
+	EXPECT_NE(now, childs);
+	fd = open(BIND_TARGET, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+	ASSERT_GE(fd, 0);
+	close(fd);
+
+	/* Any other namespace file binds: the mount pins the namespace. */
+	snprintf(path, sizeof(path), "/proc/%d/ns/uts", self->pid);
+	EXPECT_EQ(mount(path, BIND_TARGET, NULL, MS_BIND, NULL), 0);
+	EXPECT_EQ(umount(BIND_TARGET), 0);
+	/* An older mount namespace's file does not, nor does our own. */
+	snprintf(path, sizeof(path), "/proc/%d/ns/mnt", self->pid);
+	EXPECT_EQ(mount(path, BIND_TARGET, NULL, MS_BIND, NULL), -1);
+	EXPECT_EQ(errno, EINVAL);
+	EXPECT_EQ(mount("/proc/self/ns/mnt", BIND_TARGET, NULL, MS_BIND, NULL), -1);
+	EXPECT_EQ(errno, EINVAL);
+	/* Undo what a broken kernel bound: our own file would pin us for ever. */
+	while (umount(BIND_TARGET) == 0)
+		;
+	unlink(BIND_TARGET);
+}
+
+/*
+ * An open that finds the namespace's dentry in the stash does not need
+ * the reference it took on the namespace, and path_from_stashed() must
+ * give it back (->put_data(), nsfs_put_data()): kept, it pins the
+ * namespace for ever. A user namespace counts the UTS namespaces made in
+ * it against a limit of its own (/proc/sys/user/max_uts_namespaces), so
+ * with a low one a namespace that is never freed shows as ENOSPC.
+ */
+#define UTS_LIMIT 4
+
+static int write_file(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC), ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (write(fd, text, strlen(text)) != (ssize_t)strlen(text))
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+TEST(namespace_freed_after_its_files)
+{
+	ino_t prev = 0, ino = 0;
+	int held[UTS_LIMIT];
+	char limit[16];
+	int i;
+
+	/* Our own user namespace (the harness forked us: no thread to mind). */
+	ASSERT_EQ(unshare(CLONE_NEWUSER), 0);
+	snprintf(limit, sizeof(limit), "%d", UTS_LIMIT);
+	ASSERT_EQ(write_file("/proc/sys/user/max_uts_namespaces", limit), 0);
+
+	/* The limit holds: UTS_LIMIT namespaces kept open, then ENOSPC. */
+	for (i = 0; i < UTS_LIMIT; i++) {
+		ASSERT_EQ(unshare(CLONE_NEWUTS), 0);
+		held[i] = open("/proc/self/ns/uts", O_RDONLY | O_CLOEXEC);
+		ASSERT_GE(held[i], 0);
+	}
+	EXPECT_EQ(unshare(CLONE_NEWUTS), -1);
+	EXPECT_EQ(errno, ENOSPC);
+	for (i = 0; i < UTS_LIMIT; i++)
+		close(held[i]);
+
+	/*
+	 * One more than the limit, one after the other: each is opened
+	 * twice (the second open finds the first's dentry in the stash),
+	 * looked at, and let go. Only the one we are in is left each time.
+	 */
+	for (i = 0; i <= UTS_LIMIT; i++) {
+		int a, b;
+
+		ASSERT_EQ(unshare(CLONE_NEWUTS), 0)
+			TH_LOG("namespace %d of %d: %s (an earlier one was never freed)",
+			       i + 1, UTS_LIMIT + 1, strerror(errno));
+		a = open("/proc/self/ns/uts", O_RDONLY | O_CLOEXEC);
+		b = open("/proc/self/ns/uts", O_RDONLY | O_CLOEXEC);
+		ASSERT_GE(a, 0);
+		ASSERT_GE(b, 0);
+		EXPECT_EQ(ns_type_of(b), CLONE_NEWUTS);
+		ASSERT_EQ(ns_ino_of(getpid(), "uts", &ino), 0);
+		EXPECT_EQ(ino, ino_of(a));
+		EXPECT_EQ(ino, ino_of(b));
+		EXPECT_NE(ino, prev);
+		prev = ino;
+		close(a);
+		close(b);
+	}
 }
 
 TEST_HARNESS_MAIN

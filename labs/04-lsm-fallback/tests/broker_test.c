@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -283,6 +284,68 @@ TEST_F(client, cgroup_getsockopt_hook_cannot_fail_it)
 	ASSERT_TRUE(WIFEXITED(status));
 	/* 11-15: no cgroup2 or bpf(2); 20: program ineffective; 21-24: the pidfd */
 	EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+/* The lowest descriptor number that is free: where the next fd lands. */
+static int lowest_free_fd(void)
+{
+	int fd = dup(0);
+
+	if (fd >= 0)
+		close(fd);
+	return fd;
+}
+
+/*
+ * SO_PEERPIDFD reserves a descriptor, copies its number and the length
+ * out, and installs the pidfd only then. A copy that faults must give
+ * the reservation back: the call fails with EFAULT and the lowest free
+ * descriptor is still free, for the broker's next pidfd to take. A pidfd
+ * installed before the copy stays in the table behind the error, and a
+ * reservation never given back leaves a hole: either way the number is
+ * gone.
+ */
+TEST_F(client, faulting_copy_leaves_no_descriptor)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	socklen_t len = sizeof(int);
+	int lowest, fd = -1, ret, err, *ro;
+
+	/* A page the kernel can read but not write: ro[0] holds a length. */
+	ro = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(ro, MAP_FAILED);
+	ro[0] = sizeof(int);
+	ASSERT_EQ(mprotect(ro, page, PROT_READ), 0);
+	lowest = lowest_free_fd();
+	ASSERT_GE(lowest, 0);
+
+	/* The number cannot be copied out. */
+	ret = getsockopt(self->sock, SOL_SOCKET, SO_PEERPIDFD, &ro[1], &len);
+	err = errno;
+	EXPECT_EQ(ret, -1);
+	/* Before the fix, making the pidfd fails first (EACCES). */
+	EXPECT_EQ(err, self->expect == PIDFD_DENIED ? EACCES : EFAULT);
+	EXPECT_EQ(lowest_free_fd(), lowest);
+
+	/* The number can, the length cannot. */
+	ret = getsockopt(self->sock, SOL_SOCKET, SO_PEERPIDFD, &fd, (socklen_t *)&ro[0]);
+	err = errno;
+	EXPECT_EQ(ret, -1);
+	EXPECT_EQ(err, self->expect == PIDFD_DENIED ? EACCES : EFAULT);
+	if (self->expect != PIDFD_DENIED)
+		EXPECT_EQ(fd, lowest) TH_LOG("the number it reserved, and gave back");
+	EXPECT_EQ(lowest_free_fd(), lowest);
+	munmap(ro, page);
+
+	/* So your broker's next pidfd takes it. */
+	fd = peer_pidfd(self->sock);
+	if (self->expect == PIDFD_DENIED) {
+		EXPECT_EQ(fd, -EACCES);
+		return;
+	}
+	ASSERT_EQ(fd, lowest) TH_LOG("peer_pidfd: %d (%s)", fd, fd < 0 ? strerror(-fd) : "an fd");
+	EXPECT_EQ(pidfd_target(fd), self->pid);
+	close(fd);
 }
 
 /* A peer that is gone: EINVAL, which even the strict broker accepts. */
