@@ -49,12 +49,16 @@ else
 	console="console=ttyS1 loglevel=8"
 	kernel_port=$log.ttyS1
 fi
-# The kernel's own detectors of a stuck kernel, sized for a lab: an RCU
-# stall after 10 s, a soft lockup after 20 s (twice watchdog_thresh), a task
-# blocked for 20 s. A flavour's "# append:" line comes later and wins.
+# The kernel's own detectors of a stuck kernel, sized for a lab: a soft
+# lockup after 10 s (twice watchdog_thresh: a CPU that runs kernel code and
+# never schedules), an RCU stall after 20 s (counted only while a grace
+# period waits, so it cannot be first reliably), a task blocked for 20 s.
+# A flavour's "# append:" line comes later and wins.
 # Not with a debugger attached: one that holds a CPU makes the others
-# report a stall, and that is no bug.
-detectors="rcupdate.rcu_cpu_stall_timeout=10 watchdog_thresh=10 sysctl.kernel.hung_task_timeout_secs=20"
+# report a stall, and that is no bug. panic_print=0x40: a panic prints
+# every CPU's stack, its own included; the kit's kernels have no
+# DEBUG_BUGVERBOSE, without which panic() prints none.
+detectors="watchdog_thresh=5 rcupdate.rcu_cpu_stall_timeout=20 sysctl.kernel.hung_task_timeout_secs=20 panic_print=0x40"
 stop_stuck=1
 if [ "${GDB:-0}" = 1 ] || [ "${WAIT:-0}" = 1 ]; then
 	detectors=

@@ -23,14 +23,20 @@ for lab in $(all_labs); do
 	if [ -d "$(lab_dir "$lab")/solution/kernel" ]; then
 		python3 "$KIT/vm/build/exercises.py" sync "$(lab_dir "$lab")" "$(lab_build "$lab")/exercise-state" \
 			"$(lab_src "$lab")"
-		KIT_TREE=work KIT_KERNEL_SRC=$(lab_dir "$lab")/exercises "$KIT/vm/build/lab-tree.sh" "$lab"
-		KIT_TREE=work "$KIT/vm/build/lab-kernel.sh" "$lab"
+		# KIT_KERNEL_SRC: lab-kernel.sh names those files as the
+		# attendee's in the compiler's messages.
+		KIT_TREE=work
+		KIT_KERNEL_SRC=$(lab_dir "$lab")/exercises
+		export KIT_TREE KIT_KERNEL_SRC
+		"$KIT/vm/build/lab-tree.sh" "$lab"
+		"$KIT/vm/build/lab-kernel.sh" "$lab"
 		# A chapter that sends attendees to DEBUG=1 (lab 03: TODO 6 shows
 		# only under lockdep and KASAN) gets its debug kernel now too:
 		# built on the day, it cost 436 s in the middle of the lab.
 		if grep -q 'make check LAB=[0-9]* DEBUG=1' "$(lab_dir "$lab")/README.rst"; then
-			KIT_TREE=work "$KIT/vm/build/lab-kernel.sh" "$lab" debug
+			"$KIT/vm/build/lab-kernel.sh" "$lab" debug
 		fi
+		unset KIT_TREE KIT_KERNEL_SRC
 	fi
 	note DONE "$lab in $((SECONDS - start)) s"
 done

@@ -253,8 +253,15 @@ class Issued:
 
 
 def save_dir(lab_dir, save_root):
-    return os.path.join(save_root, os.path.basename(lab_dir.rstrip('/')),
+    """A folder of its own for this save: two saves within one second
+    (make solution, then FRESH=1) must not write over each other."""
+    base = os.path.join(save_root, os.path.basename(lab_dir.rstrip('/')),
                         time.strftime('%Y%m%d-%H%M%S'))
+    path, n = base, 1
+    while os.path.exists(path):
+        n += 1
+        path = f'{base}-{n}'
+    return path
 
 
 def keep_copy(dst, save, name):

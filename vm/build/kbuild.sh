@@ -16,7 +16,9 @@ set -euo pipefail
 
 # --show-as 'TREE_PATH=SHOWN ...': compiler output names each TREE_PATH
 # (a file of SRC) as SHOWN: an attendee's exercise laid over the tree is
-# named where the attendee edits it (vm/build/kbuild-progress.awk).
+# named where the attendee edits it (vm/build/kbuild-progress.awk). The
+# compiler names it from the out dir (../../src/fs/pidfs.c), and ccache's
+# replayed messages from the tree's top (fs/pidfs.c).
 show_as=
 if [ "${1:-}" = --show-as ]; then
 	show_as=${2?}
@@ -122,7 +124,7 @@ env -u DEBUG -u LAB -u MAKEFLAGS -u MFLAGS -u MAKEOVERRIDES -u MAKELEVEL \
 	KBUILD_BUILD_USER=kit KBUILD_BUILD_HOST=pidfs-workshop \
 	"${goals[@]}" 2>&1 | "$KIT/vm/build/kbuild-progress.awk" -v total="${total:-0}" \
 	-v tty="$([ -t 1 ] && echo 1 || echo 0)" -v start="$start" \
-	-v showas="$(for m in $show_as; do echo "$(realpath -m --relative-to="$out" "$src")/$m"; done)"
+	-v showas="$(for m in $show_as; do echo "$(realpath -m --relative-to="$out" "$src")/$m $m"; done)"
 # The link's stepping stones: vmlinux.o (every object in one, DWARF
 # included) and kallsyms' two trial links are 210 MB of each 570 MB out
 # dir, and make test makes a dozen out dirs. Nothing reads them once

@@ -52,7 +52,7 @@ fi
 show_as=()
 if [ -n "${KIT_TREE:-}" ] && [ -d "${KIT_KERNEL_SRC:-}/kernel" ]; then
 	show_as=(--show-as "$(cd "$KIT_KERNEL_SRC/kernel" && find . -type f | sed 's|^\./||' |
-		while read -r f; do printf '%s=%s ' "$f" "$(realpath -m --relative-to="$PWD" "$KIT_KERNEL_SRC/kernel/$f")"; done)")
+		while read -r f; do printf '%s=%s ' "$f" "$(realpath -m --relative-to="$KIT" "$KIT_KERNEL_SRC/kernel/$f")"; done)")
 fi
 "$KIT/vm/build/kbuild.sh" "${show_as[@]}" "$src" "$out" "${frags[@]}"
 echo "linux-source-6.1 $(cat "$PRISTINE/.git/kit-source-version")" >"$out/source-version"

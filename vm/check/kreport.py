@@ -91,7 +91,7 @@ SKIP = re.compile(r'^(?:' + '|'.join([
     r'___might_sleep', r'__schedule_bug', r'schedule\w*', r'__schedule',
     r'rcu_\w+', r'__rcu_\w+', r'update_process_times', r'tick_\w+', r'hrtimer_\w+',
     r'__hrtimer_\w+', r'watchdog_\w+', r'nmi_\w+', r'arch_trigger_\w+',
-    r'trigger_\w+backtrace\w*', r'dump_cpu_task', r'panic', r'oops_\w+', r'die\w*',
+    r'trigger_\w+backtrace\w*', r'dump_cpu_task', r'panic', r'panic_\w+', r'oops_\w+', r'die\w*',
     r'page_fault_oops', r'kernelmode_fixup_or_oops', r'__bad_area\w*', r'bad_area\w*',
     r'do_user_addr_fault', r'handle_page_fault', r'no_context', r'do_trap', r'do_error_trap',
     r'_raw_\w+', r'raw_spin\w+', r'spin_\w+', r'queued_\w+', r'debug_object\w*',
@@ -261,6 +261,7 @@ def summary_of_record(path, most=1):
 
 
 OFFSET = re.compile(r'\+0x([0-9a-f]+)/')
+PATH_LINE = re.compile(r'([\w./-]+\.[chS]):(\d+)')
 
 
 def for_decoding(lines, most=16):
@@ -301,6 +302,23 @@ def decode(report, vmlinux, src, overlays):
     if p.returncode != 0 or not p.stdout.strip():
         return report.lines
     out = p.stdout.splitlines()
+    # addr2line names a file as the compiler saw it, from the out dir
+    # (.../out/default/../../src/fs/pidfs.c): as a path of the tree.
+    # An object can come from another lab's tree (ccache, seeded trees):
+    # every kit tree and out dir is shown by its path inside the tree.
+    kit_build = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__)))), 'build') + '/'
+
+    def in_tree(m):
+        path = m.group(1)
+        if path.startswith('/'):
+            path = os.path.normpath(path)
+            inside = re.match(r'.*?/(?:src|out/[^/]+)/(.*)$', path[len(kit_build):]) \
+                if path.startswith(kit_build) else None
+            if inside:
+                path = inside.group(1)
+        return f'{path}:{m.group(2)}'
+    out = [PATH_LINE.sub(in_tree, line) for line in out]
     for tree_path, shown in overlays:
         # decode_stacktrace.sh strips the base path: "fs/pidfs.c:86".
         pat = re.compile(r'(?<![\w/.])' + re.escape(tree_path) + r':(\d+)')
@@ -312,9 +330,6 @@ FILE_LINE = re.compile(r'\(([\w./-]+\.[ch]):(\d+)')
 # A frame as decode_stacktrace.sh writes it: "func (fs/pidfs.c:86 ...)",
 # "RIP: 0010:func (fs/pidfs.c:86)".
 DECODED = re.compile(r'^\s*(?:\?\s+)?(?:RIP: \w+:)?[A-Za-z_][\w.]* \([\w./-]+:\d+')
-
-
-PATH_LINE = re.compile(r'([\w./-]+\.[chS]):(\d+)')
 
 
 def where(decoded, culprit, overlays):

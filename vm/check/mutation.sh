@@ -19,7 +19,7 @@ set -uo pipefail
 . "$(dirname "$0")/../lib.sh"
 
 lab=$(resolve_lab "${1:?usage: mutation.sh LAB SERIES FLAVOUR RESULTS_DIR REPORTS_DIR}")
-v=${2:?missing SERIES}
+v=$(realpath "${2:?missing SERIES}")
 main=${3:?missing FLAVOUR}
 res=${4:?missing RESULTS_DIR}
 reports=${5:?missing REPORTS_DIR}

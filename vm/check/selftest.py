@@ -322,6 +322,20 @@ class Exercises(unittest.TestCase):
                 exercises.sync(lab, state)
             self.assertIn('v3', read(mine))
 
+    def test_two_saves_in_one_second_keep_both(self):
+        with tempfile.TemporaryDirectory() as d:
+            lab, state, save = (os.path.join(d, x) for x in ('lab', 'state', 'saved'))
+            write(os.path.join(lab, 'solution', 'f.c'), SOLUTION)
+            mine = os.path.join(lab, 'exercises', 'f.c')
+            with contextlib.redirect_stdout(io.StringIO()):
+                exercises.sync(lab, state)
+                write(mine, 'my answer\n')
+                exercises.solution(lab, state, save)
+                exercises.fresh(lab, state, save)
+            saved = sorted(read(os.path.join(r, n)) for r, _, ns in os.walk(save) for n in ns)
+            self.assertEqual(len(saved), 2)
+            self.assertIn('my answer\n', saved)
+
     def test_solution_issued_before_kinds_were_kept_stays(self):
         with tempfile.TemporaryDirectory() as d:
             lab, state, save = (os.path.join(d, x) for x in ('lab', 'state', 'saved'))

@@ -57,6 +57,8 @@ NUMBERED = [
     (re.compile(r'\bchild (\d+)'), ('pid',)),
     (re.compile(r'\binodes (\d+) and (\d+)'), ('ino', 'ino')),
     (re.compile(r'\bPid:\s*(\d+)\)'), ('pid',)),
+    # A kernel report's "[comm:pid]".
+    (re.compile(r'\[[\w.-]+:(\d+)\]'), ('pid',)),
 ]
 
 # What varies but says nothing: one fixed text, not numbered.
@@ -66,6 +68,12 @@ FIXED = [
     (re.compile(r'\bCPU thread \d+'), 'CPU thread N'),
     # So is which of a program's pidfds a breakpoint on fd_install() sees first.
     (re.compile(r'\bfd=fd@entry=\d+'), 'fd=fd@entry=N'),
+    # How long a kernel stall lasted when its detector looked, and where.
+    (re.compile(r'\bstuck for \d+s!'), 'stuck for Ns!'),
+    (re.compile(r'\bCPU#\d+ stuck'), 'CPU#N stuck'),
+    # Which of a loop's instructions a stack dump caught.
+    (re.compile(r' \(discriminator \d+\)'), ''),
+    (re.compile(r'\(\d+ ticks this GP\) .*'), '(N ticks this GP) ...'),
 ]
 
 # Lines that come and go between runs: gdb says it switched threads only
@@ -114,11 +122,18 @@ def normalize(text):
     return '\n'.join(out).strip('\n') + '\n'
 
 
+# A kernel line of the console ("[   12.345678] ..."): the kernel's log,
+# which the console log holds at every level, is no program's output.
+KERNEL_LINE = re.compile(r'^\[\s*\d+\.\d+\] ')
+
+
 def extract(log, out_dir, prefix=''):
     os.makedirs(out_dir, exist_ok=True)
     name, buf = None, []
     with open(log, errors='replace') as f:
         for line in f.read().splitlines():
+            if KERNEL_LINE.match(line):
+                continue
             if tap.is_marker(line, 'LAB_DEMO_BEGIN'):
                 name, buf = tap.fields(line), []
             elif tap.is_marker(line, 'LAB_DEMO_END') and name:

@@ -242,12 +242,14 @@ static int reject_every_getsockopt(char *dir, size_t size)
  * SO_PEERPIDFD installs its fd before __sys_getsockopt() runs the cgroup
  * getsockopt hook: a program there that fails the call must not see
  * SO_PEERPIDFD at all (AF_UNIX's ->bpf_bypass_getsockopt), or the call
- * fails with the pidfd installed and the fd leaks.
+ * fails with the pidfd installed and the fd leaks. The hook runs for
+ * sockets of the cgroup that created them: the tester joins the cgroup
+ * first, then connects a client of its own.
  */
 TEST_F(client, cgroup_getsockopt_hook_cannot_fail_it)
 {
-	pid_t tester, client = self->pid;
 	char dir[64];
+	pid_t tester;
 	int status;
 
 	tester = fork();
@@ -255,34 +257,50 @@ TEST_F(client, cgroup_getsockopt_hook_cannot_fail_it)
 	if (tester == 0) {
 		struct ucred cred;
 		socklen_t len = sizeof(cred);
-		int lowest, fd, step;
+		int lowest, fd, step, sock;
+		pid_t client;
 
 		step = reject_every_getsockopt(dir, sizeof(dir));
 		if (step)
 			_exit(10 + step);
+		client = connect_client(&sock);
+		if (client <= 0)
+			_exit(16);
 		/* The program is live: it fails any other option. */
-		if (getsockopt(self->sock, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 ||
+		if (getsockopt(sock, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 ||
 		    errno != EPERM)
 			_exit(20);
 		/* The lowest free descriptor, where the pidfd must land. */
 		lowest = dup(0);
 		close(lowest);
-		fd = peer_pidfd(self->sock);
-		if (self->expect == PIDFD_DENIED)
-			_exit(fd == -EACCES && dup(0) == lowest ? 0 : 21);
-		if (fd != lowest)
-			_exit(22);	/* failed, or another number than installed */
-		if (pidfd_target(fd) != client)
-			_exit(23);
-		close(fd);
-		/* Nothing else was left installed. */
-		_exit(dup(0) == lowest ? 0 : 24);
+		fd = -1;
+		len = sizeof(fd);
+		/*
+		 * The call itself must succeed: a program that fails it after
+		 * the fd was installed leaves a caller that trusts the return
+		 * value with a descriptor it does not know it has.
+		 */
+		if (getsockopt(sock, SOL_SOCKET, SO_PEERPIDFD, &fd, &len))
+			step = self->expect == PIDFD_DENIED && errno == EACCES && dup(0) == lowest
+				? 0 : 21;
+		else if (fd != lowest)
+			step = 22;	/* another number than the one installed */
+		else if (close(fd))
+			step = 23;
+		/* And the exercise's helper gets the same pidfd. */
+		else if ((fd = peer_pidfd(sock)) != lowest || pidfd_target(fd) != client)
+			step = 24;
+		else if (close(fd) || dup(0) != lowest)
+			step = 25;	/* something else was left installed */
+		close(sock);
+		waitpid(client, NULL, 0);
+		_exit(step);
 	}
 	ASSERT_EQ(waitpid(tester, &status, 0), tester);
 	snprintf(dir, sizeof(dir), "/sys/fs/cgroup/lab-getsockopt-%d", tester);
 	rmdir(dir);
 	ASSERT_TRUE(WIFEXITED(status));
-	/* 11-15: no cgroup2 or bpf(2); 20: program ineffective; 21-24: the pidfd */
+	/* 11-15: no cgroup2 or bpf(2); 16: no client; 20: program ineffective; 21-25: the pidfd */
 	EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
