@@ -101,6 +101,12 @@ SKIP = re.compile(r'^(?:' + '|'.join([
     r'ODEBUG\w*', r'debug_print_object', r'refcount_warn_saturate',
 ]) + r')$')
 
+def skipped(fn):
+    """The reporting machinery, whatever part of it the compiler split off
+    (__might_resched.cold, foo.isra.0, bar.constprop.0)."""
+    return bool(SKIP.match(fn.split('.', 1)[0]))
+
+
 # A frame: " func+0x1c/0x40" in a Call Trace, or the RIP line.
 FRAME = re.compile(r'^\s*(?:\?\s+)?([A-Za-z_][\w.]*)\+0x[0-9a-f]+/0x[0-9a-f]+')
 RIP = re.compile(r'^RIP: \w+:([A-Za-z_][\w.]*)\+0x[0-9a-f]+/0x[0-9a-f]+')
@@ -134,15 +140,15 @@ class Report:
         first frame of the trace that is not the reporting machinery."""
         if self.kind == 'kasan':
             m = KASAN_FN.match(self.lines[0])
-            if m and not SKIP.match(m.group(1)):
+            if m and not skipped(m.group(1)):
                 return m.group(1)
         for line in self.lines:
             m = AT.match(line) or RIP.match(line)
-            if m and not SKIP.match(m.group(1)):
+            if m and not skipped(m.group(1)):
                 return m.group(1)
         for line in self.lines:
             m = FRAME.match(line)
-            if m and not line.lstrip().startswith('?') and not SKIP.match(m.group(1)):
+            if m and not line.lstrip().startswith('?') and not skipped(m.group(1)):
                 return m.group(1)
         return None
 
@@ -237,9 +243,17 @@ def write_record(path, log, vmlinux, src, overlay_dir=None):
             for n in sorted(names):
                 full = os.path.join(d, n)
                 overlays.append([os.path.relpath(full, top), os.path.relpath(full, kit)])
+    # Which vmlinux, exactly: a tree rebuilt since the boot has another
+    # one at the same path, and decoding with it would point elsewhere.
+    try:
+        st = os.stat(vmlinux)
+        stamp = [st.st_size, st.st_mtime_ns]
+    except OSError:
+        stamp = None
     with open(path + '.new', 'w') as f:
         json.dump({'log': os.path.abspath(log), 'vmlinux': os.path.abspath(vmlinux),
-                   'src': os.path.abspath(src), 'overlays': sorted(overlays)}, f, indent=1)
+                   'vmlinux_stamp': stamp, 'src': os.path.abspath(src),
+                   'overlays': sorted(overlays)}, f, indent=1)
     os.replace(path + '.new', path)
 
 
@@ -253,10 +267,25 @@ def read_record(path):
     return rec
 
 
+def rebuilt_since(rec):
+    """Whether the record's vmlinux is no longer the one that was booted."""
+    try:
+        st = os.stat(rec['vmlinux'])
+    except OSError:
+        return True
+    return rec.get('vmlinux_stamp') != [st.st_size, st.st_mtime_ns]
+
+
 def summary_of_record(path, most=1):
     rec = read_record(path)
     if not rec:
         return '', []
+    if rebuilt_since(rec):
+        text, reports = summary(rec['log'], None, rec['src'], rec['overlays'], most)
+        if text:
+            text += ('\n  (not decoded: the kernel was built again since this boot; '
+                     'boot it again to see file:line)')
+        return text, reports
     return summary(rec['log'], rec['vmlinux'], rec['src'], rec['overlays'], most)
 
 
@@ -320,8 +349,10 @@ def decode(report, vmlinux, src, overlays):
         return f'{path}:{m.group(2)}'
     out = [PATH_LINE.sub(in_tree, line) for line in out]
     for tree_path, shown in overlays:
-        # decode_stacktrace.sh strips the base path: "fs/pidfs.c:86".
-        pat = re.compile(r'(?<![\w/.])' + re.escape(tree_path) + r':(\d+)')
+        # decode_stacktrace.sh strips the base path: "fs/pidfs.c:86"; the
+        # kernel's own messages say __FILE__, as the compiler had it from
+        # the out dir: "../../src/fs/pidfs.c:86".
+        pat = re.compile(r'(?<![\w/.])(?:(?:\.\./)+src/)?' + re.escape(tree_path) + r':(\d+)')
         out = [pat.sub(lambda m: f'{shown}:{m.group(1)}', line) for line in out]
     return out
 
@@ -338,9 +369,9 @@ def where(decoded, culprit, overlays):
     shown = [s for _, s in overlays]
     best = None
     for line in decoded:
-        if not (DECODED.match(line) or FILE_LINE.search(line)):
-            continue
-        if line.lstrip().startswith('?'):
+        # Frames and the RIP line only: not the lockdep lines that say
+        # where a lock was taken.
+        if not DECODED.match(line) or line.lstrip().startswith('?'):
             continue
         inside = line[line.find('(') + 1:] if '(' in line else ''
         for m in PATH_LINE.finditer(inside):
@@ -380,8 +411,9 @@ def summary(path, vmlinux=None, src=None, overlays=(), most=1):
             facts.append(f'task {r.who()}')
         facts.append(f'during {r.test}' if r.test else 'before any test ran')
         out.append('  ' + ', '.join(facts))
-        frames = [line for line in decoded if FRAME.match(line) or RIP.match(line)
-                  or DECODED.match(line)
+        # Not the "?" frames: stack contents the unwinder could not place.
+        frames = [line for line in decoded if not line.lstrip().startswith('?') and (
+                  FRAME.match(line) or RIP.match(line) or DECODED.match(line))
                   or line.startswith(('BUG:', 'WARNING:', 'Kernel panic', 'INFO:', 'watchdog:',
                                       'rcu:', 'general protection', 'kernel BUG'))]
         for line in frames[:14]:

@@ -57,8 +57,9 @@ NUMBERED = [
     (re.compile(r'\bchild (\d+)'), ('pid',)),
     (re.compile(r'\binodes (\d+) and (\d+)'), ('ino', 'ino')),
     (re.compile(r'\bPid:\s*(\d+)\)'), ('pid',)),
-    # A kernel report's "[comm:pid]".
+    # A kernel report's "[comm:pid]" and "CPU: 0 PID: 54".
     (re.compile(r'\[[\w.-]+:(\d+)\]'), ('pid',)),
+    (re.compile(r'\bPID: (\d+)'), ('pid',)),
 ]
 
 # What varies but says nothing: one fixed text, not numbered.
@@ -73,6 +74,9 @@ FIXED = [
     (re.compile(r'\bCPU#\d+ stuck'), 'CPU#N stuck'),
     # Which of a loop's instructions a stack dump caught.
     (re.compile(r' \(discriminator \d+\)'), ''),
+    (re.compile(r'\bCPU: \d+ PID'), 'CPU: N PID'),
+    # How many tests ran into a broken kernel after its first report.
+    (re.compile(r'\(\d+ more kernel reports? after it\)'), '(more kernel reports after it)'),
     (re.compile(r'\(\d+ ticks this GP\) .*'), '(N ticks this GP) ...'),
 ]
 
