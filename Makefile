@@ -104,10 +104,14 @@ programs: exercises
 	@vm/build/programs.sh $(lab) labs/$(lab)/exercises build/labs/$(lab)/live
 	@echo "  LIVE     build/labs/$(lab)/live -> /lab/live in the VM: run your program again there"
 
+# A kernel that does not build leaves no log: not the last run's either,
+# whose results would read as this one's.
 check: exercises
 	$(need-deps)
+	@rm -f build/labs/$(lab)/check.log build/labs/$(lab)/check.log.json
 	@QUIET=1 $(if $(wildcard labs/$(lab)/solution/kernel),KIT_TREE=work) \
 		vm/boot/lab-vm.sh $(lab) test labs/$(lab)/exercises check build/labs/$(lab)/check.log || true
+	@[ -f build/labs/$(lab)/check.log ] || { echo "  NO RUN   the kernel or the programs did not build: the first error above names your file"; exit 1; }
 	@python3 vm/check/tap-summary.py "$(lab) (your exercises)=build/labs/$(lab)/check.log"
 
 gdb:

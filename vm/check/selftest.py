@@ -293,11 +293,17 @@ class Exercises(unittest.TestCase):
             saved = [os.path.join(r, n) for r, _, ns in os.walk(save) for n in ns]
             self.assertEqual([read(p) for p in saved], ['my answer\n'])
 
+    @staticmethod
+    def one_file_lab(d):
+        """A lab with one exercise file: its folder, exercise state, save
+        folder and the attendee's copy of the file."""
+        lab, state, save = (os.path.join(d, x) for x in ('lab', 'state', 'saved'))
+        write(os.path.join(lab, 'solution', 'f.c'), SOLUTION)
+        return lab, state, save, os.path.join(lab, 'exercises', 'f.c')
+
     def test_solution_stays_until_fresh(self):
         with tempfile.TemporaryDirectory() as d:
-            lab, state, save = (os.path.join(d, x) for x in ('lab', 'state', 'saved'))
-            write(os.path.join(lab, 'solution', 'f.c'), SOLUTION)
-            mine = os.path.join(lab, 'exercises', 'f.c')
+            lab, state, save, mine = self.one_file_lab(d)
             exercises.sync(lab, state)
             with contextlib.redirect_stdout(io.StringIO()):
                 exercises.solution(lab, state, save)
@@ -324,9 +330,7 @@ class Exercises(unittest.TestCase):
 
     def test_two_saves_in_one_second_keep_both(self):
         with tempfile.TemporaryDirectory() as d:
-            lab, state, save = (os.path.join(d, x) for x in ('lab', 'state', 'saved'))
-            write(os.path.join(lab, 'solution', 'f.c'), SOLUTION)
-            mine = os.path.join(lab, 'exercises', 'f.c')
+            lab, state, save, mine = self.one_file_lab(d)
             with contextlib.redirect_stdout(io.StringIO()):
                 exercises.sync(lab, state)
                 write(mine, 'my answer\n')
@@ -338,9 +342,7 @@ class Exercises(unittest.TestCase):
 
     def test_solution_issued_before_kinds_were_kept_stays(self):
         with tempfile.TemporaryDirectory() as d:
-            lab, state, save = (os.path.join(d, x) for x in ('lab', 'state', 'saved'))
-            write(os.path.join(lab, 'solution', 'f.c'), SOLUTION)
-            mine = os.path.join(lab, 'exercises', 'f.c')
+            lab, state, save, mine = self.one_file_lab(d)
             with contextlib.redirect_stdout(io.StringIO()):
                 exercises.sync(lab, state)
                 exercises.solution(lab, state, save)

@@ -56,6 +56,8 @@ NUMBERED = [
     (re.compile(r'\bdev (\d+)'), ('dev',)),
     (re.compile(r'\bchild (\d+)'), ('pid',)),
     (re.compile(r'\binodes (\d+) and (\d+)'), ('ino', 'ino')),
+    # ns_facts: the user namespace NS_GET_USERNS should name, by inode.
+    (re.compile(r'\buser namespace (\d{3,})'), ('ino',)),
     (re.compile(r'\bPid:\s*(\d+)\)'), ('pid',)),
     # A kernel report's "[comm:pid]" and "CPU: 0 PID: 54".
     (re.compile(r'\[[\w.-]+:(\d+)\]'), ('pid',)),
