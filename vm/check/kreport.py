@@ -411,6 +411,11 @@ def summary(path, vmlinux=None, src=None, overlays=(), most=1):
             facts.append(f'task {r.who()}')
         facts.append(f'during {r.test}' if r.test else 'before any test ran')
         out.append('  ' + ', '.join(facts))
+        # One stack: the first ends at its </TASK> (a panic's NMI backtrace
+        # of the other CPUs may follow, or not, as the timing goes).
+        ends = [i for i, line in enumerate(decoded) if line.strip() == '</TASK>']
+        if ends:
+            decoded = decoded[:ends[0]]
         # Not the "?" frames: stack contents the unwinder could not place.
         frames = [line for line in decoded if not line.lstrip().startswith('?') and (
                   FRAME.match(line) or RIP.match(line) or DECODED.match(line))
