@@ -74,10 +74,14 @@ def stop_vm(qemu):
 def say_stopped(log, why, hint, lines):
     err = sys.stderr
     print(f'qemu.sh: {why}', file=err)
-    print(f'--- last lines of the console ({log}) ---', file=err)
-    for line in lines[-15:]:
-        print(line, file=err)
-    print('---', file=err)
+    # A kernel report is shown decoded next (tap-summary.py): its raw
+    # tail here would only push it off the screen.
+    if not any(kreport.kernel_line(line) is not None and kreport.find([line])
+               for line in lines):
+        print(f'--- last lines of the console ({log}) ---', file=err)
+        for line in lines[-15:]:
+            print(line, file=err)
+        print('---', file=err)
     print(f'hint: {hint}', file=err)
 
 
@@ -124,8 +128,7 @@ def run(log, boot_timeout, timeout, echo, stop_stuck, accel, command):
             if stop_stuck and stuck_at is not None and now - stuck_at >= AFTER_STUCK:
                 stuck_title = next((r.title() for r in kreport.find(merged) if r.stuck), 'a report')
                 why = (f'the kernel is stuck ({stuck_title}); stopped after {now:.0f}s',
-                       'the kernel report above names the function; '
-                       'its decoded trace follows in the result')
+                       "the kernel's report follows in the result, decoded to file and line")
                 break
             if booted is None and now >= boot_timeout:
                 why = (f'the guest did not reach userspace within {boot_timeout:.0f}s '
