@@ -76,8 +76,9 @@ def say_stopped(log, why, hint, lines):
     print(f'qemu.sh: {why}', file=err)
     # A kernel report is shown decoded next (tap-summary.py): its raw
     # tail here would only push it off the screen.
-    if not any(kreport.kernel_line(line) is not None and kreport.find([line])
-               for line in lines):
+    if any(kreport.kernel_line(line) is not None and kreport.find([line]) for line in lines):
+        hint = "the kernel's report follows in the result, decoded to file and line"
+    else:
         print(f'--- last lines of the console ({log}) ---', file=err)
         for line in lines[-15:]:
             print(line, file=err)
