@@ -316,6 +316,24 @@ def for_decoding(lines, most=16):
     return out
 
 
+# Where a kit tree keeps its files, in any checkout of the kit: the lab's
+# trees and out dirs, and the pristine tree.
+KIT_TREE_FILE = re.compile(r'/build/(?:labs/[^/]+/(?:trees/[^/]+/)?(?:src|out/[^/]+)|linux)/(.+)$')
+
+
+def path_in_tree(path):
+    """A file that addr2line names by an absolute path, as a path inside
+    the kernel tree (fs/pidfs.c). ccache leaves the compile's directory out
+    of its hash, so an object and the directory in its debug info can come
+    from another lab's tree or from another checkout of the kit (CI's clone
+    shares this machine's cache): any kit tree is recognised by its shape,
+    not by this checkout's path."""
+    if not path.startswith('/'):
+        return path
+    m = KIT_TREE_FILE.search(os.path.normpath(path))
+    return m.group(1) if m else path
+
+
 def decode(report, vmlinux, src, overlays):
     """The report's lines with file:line after each frame, by the kernel's
     own decode_stacktrace.sh; exercise files shown at the attendee's path."""
@@ -333,21 +351,8 @@ def decode(report, vmlinux, src, overlays):
     out = p.stdout.splitlines()
     # addr2line names a file as the compiler saw it, from the out dir
     # (.../out/default/../../src/fs/pidfs.c): as a path of the tree.
-    # An object can come from another lab's tree (ccache, seeded trees):
-    # every kit tree and out dir is shown by its path inside the tree.
-    kit_build = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
-        os.path.abspath(__file__)))), 'build') + '/'
-
-    def in_tree(m):
-        path = m.group(1)
-        if path.startswith('/'):
-            path = os.path.normpath(path)
-            inside = re.match(r'.*?/(?:src|out/[^/]+)/(.*)$', path[len(kit_build):]) \
-                if path.startswith(kit_build) else None
-            if inside:
-                path = inside.group(1)
-        return f'{path}:{m.group(2)}'
-    out = [PATH_LINE.sub(in_tree, line) for line in out]
+    out = [PATH_LINE.sub(lambda m: f'{path_in_tree(m.group(1))}:{m.group(2)}', line)
+           for line in out]
     for tree_path, shown in overlays:
         # decode_stacktrace.sh strips the base path: "fs/pidfs.c:86"; the
         # kernel's own messages say __FILE__, as the compiler had it from

@@ -193,6 +193,21 @@ class KernelReports(unittest.TestCase):
                     ' ? report_bug+0x1/0x2', ' stash_dentry+0x1/0x2', ' do_syscall_64+0x1/0x2']
         self.assertEqual(r.title(), 'WARNING in stash_dentry')
 
+    def test_tree_paths_from_any_checkout(self):
+        # CI's clone shares this machine's ccache, and ccache keeps the
+        # compile's directory out of its hash: a frame's file can name
+        # another checkout's tree (stop 35's CI: every mutation's report
+        # pointed at /work/main/build/... and missed the attendee's file).
+        for path in ('/work/main/build/labs/04-lsm-fallback/trees/skeleton/src/fs/pidfs.c',
+                     '/tmp/ci/kit/build/labs/04-lsm-fallback/out/default/../../src/fs/pidfs.c',
+                     '/home/a/build/kit/build/labs/03-stashed-path/trees/work/out/debug/'
+                     '../../src/fs/pidfs.c',
+                     '/x/build/linux/fs/pidfs.c'):
+            with self.subTest(path=path):
+                self.assertEqual(kreport.path_in_tree(path), 'fs/pidfs.c')
+        self.assertEqual(kreport.path_in_tree('fs/pidfs.c'), 'fs/pidfs.c')
+        self.assertEqual(kreport.path_in_tree('/usr/include/x.h'), '/usr/include/x.h')
+
     def test_tests_after_a_report_are_grouped_under_it(self):
         for name, path, head in self.corpus():
             if head.get('grouped'):
