@@ -128,12 +128,13 @@ report:
 test:
 	$(need-lab)
 	$(need-deps)
-	@vm/check/make-test.sh $(if $(filter command line,$(origin LAB)),$(lab))
+	@python3 -m kit test $(if $(filter command line,$(origin LAB)),$(lab))
 
 # The TAP counts, exercise rendering, transcript masking, build progress
 # and run records: what make test believes, checked on known answers.
 selftest:
 	@python3 vm/check/selftest.py
+	@python3 -m kit.selftest
 	@python3 vm/check/transcripts.py selftest >/dev/null
 
 checkpatch:

@@ -57,7 +57,7 @@ fi
 "$KIT/vm/build/lab-kernel.sh" "$lab" "$flavour"
 initrd=$(lab_build "$lab")/initramfs-$tag.cpio
 # REUSE_INITRD=1: a run right after another with the same TAG and sources
-# (lab-suite.sh's gdb scripts after the solution run) boots its initramfs.
+# (make test's gdb scripts after the solution run) boots its initramfs.
 if [ "${REUSE_INITRD:-0}" = 1 ] && [ -f "$initrd" ]; then
 	note INITRD "${initrd#"$KIT"/} (built by the run before)"
 else

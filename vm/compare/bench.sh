@@ -233,7 +233,7 @@ reports() {
 		v=$(lab_dir "$last")/variants/$m.series
 		[ -f "$v" ] || continue
 		s=$SECONDS
-		"$KIT/vm/check/mutation.sh" "$last" "$v" default "$outdir/reports" "$outdir/reports" \
+		(cd "$KIT" && python3 -m kit mutation "$last" "$m" "$outdir/reports") \
 			>"$outdir/report-$m.log" 2>&1 || true
 		t=$((SECONDS - s))
 		tap=$outdir/reports/mutant-$m.tap

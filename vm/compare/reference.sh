@@ -4,7 +4,7 @@
 # linux-source-6.12, which has upstream pidfs.
 #
 #  1. vm/compare/ref-kernel.sh: 6.12 in build/ref/, the last lab's config fragments
-#  2. the last lab, as vm/check/lab-suite.sh runs it: kernel, initramfs with the
+#  2. the last lab, as make test runs it (kit/suite.py): kernel, initramfs with the
 #     lab's solution, tests and the 6.1 tree's pidfd selftests, booted in
 #     test mode (vm/boot/lab-vm.sh)
 #  3. 6.12: an initramfs with the same solution and tests, built against

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * What lab 04's tests expect of the kernel they run on, from the kernel
- * command line (vm/check/lab-suite.sh passes a variant's "# append:" line), or
+ * command line (make test passes a variant's "# append:" line), or
  * from LAB_PIDFD_SELINUX when a test is run by hand in the VM's shell:
  *
  *   lab.pidfd_selinux=allowed  the final kernel (the default): pidfs

@@ -1,0 +1,178 @@
+"""What a lab folder holds, as records, with its header lines read once.
+
+A lab is labs/NN-name/: patches/ (its part of the cumulative series),
+solution/ (the exercises with their TODO markers), kernel.config,
+flavours/*.config (other kernels of the lab), variants/*.series (kernels
+with the lab's series replaced; a mutation when its header says what
+must show) and gdb/*.gdb (instructor scripts). Header lines are
+"# key: value" lines: the first one of each key counts.
+"""
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+KIT = Path(__file__).resolve().parent.parent
+HEADER = re.compile(r'^# ([\w-]+): *(.*)$')
+
+
+class LabError(Exception):
+    """A one-line cause and what to do next."""
+
+
+def build_dir(kit=KIT):
+    # BUILD moves every build product elsewhere (make bench's fresh clones).
+    return Path(os.environ.get('BUILD') or kit / 'build')
+
+
+def headers(path):
+    """Every "# key: value" line of the file, the first of each key."""
+    out = {}
+    with open(path, errors='replace') as f:
+        for line in f:
+            m = HEADER.match(line.rstrip('\n'))
+            if m:
+                out.setdefault(m.group(1), m.group(2))
+    return out
+
+
+@dataclass(frozen=True)
+class Flavour:
+    """flavours/NAME.config: a kernel of the lab built with one more
+    config fragment, booted as its "# boot:" and "# append:" lines say,
+    with the tests of the lab its "# tests:" line names."""
+    name: str
+    config: Path
+    headers: dict = field(default_factory=dict, compare=False)
+
+
+@dataclass(frozen=True)
+class Variant:
+    """variants/NAME.series: the lab's kernel with another series (lines
+    ../patches/X are the lab's own patches, others its own). With a
+    must-fail, must-report or must-not-build line it is a mutation: a bug
+    put back on purpose, which the kit must show."""
+    name: str
+    series: Path
+    headers: dict = field(default_factory=dict, compare=False)
+
+    @property
+    def append(self):
+        return self.headers.get('append', '')
+
+    @property
+    def flavour(self):
+        return self.headers.get('flavour') or 'default'
+
+    @property
+    def by_hand(self):
+        return self.headers.get('by-hand', '')
+
+    @property
+    def must_fail(self):
+        """[PROGRAM, TEST...] that must fail, or []."""
+        return self.headers.get('must-fail', '').split()
+
+    @property
+    def must_report(self):
+        return self.headers.get('must-report', '')
+
+    @property
+    def must_not_build(self):
+        return bool(self.headers.get('must-not-build'))
+
+    @property
+    def is_mutation(self):
+        return bool(self.must_fail or self.must_report or self.must_not_build)
+
+    def own_patches(self):
+        """The series' patches that are not the lab's own (../patches/)."""
+        out = []
+        with open(self.series) as f:
+            for line in f:
+                line = line.strip()
+                if line and not line.startswith('#') and not line.startswith('../patches/'):
+                    out.append(self.series.parent / line)
+        return out
+
+    def changed_files(self):
+        """The kernel files its own patches change."""
+        out = []
+        for patch in self.own_patches():
+            with open(patch, errors='replace') as f:
+                out += [line[6:].rstrip('\n') for line in f if line.startswith('+++ b/')]
+        return out
+
+
+@dataclass(frozen=True)
+class Lab:
+    name: str
+    kit: Path = KIT
+
+    @property
+    def number(self):
+        return self.name.split('-', 1)[0]
+
+    @property
+    def dir(self):
+        return self.kit / 'labs' / self.name
+
+    @property
+    def solution(self):
+        return self.dir / 'solution'
+
+    @property
+    def build(self):
+        return build_dir(self.kit) / 'labs' / self.name
+
+    def root(self, tree=None):
+        """A lab has its own kernel tree, and trees/NAME for others (an
+        attendee's exercises, the skeleton, a variant): each keeps src/
+        and out/FLAVOUR/ side by side, so compile commands look the same
+        from every out dir and ccache shares objects between them."""
+        return self.build / 'trees' / tree if tree else self.build
+
+    def src(self, tree=None):
+        return self.root(tree) / 'src'
+
+    def out(self, flavour='default', tree=None):
+        return self.root(tree) / 'out' / flavour
+
+    def kernel_exercise_files(self):
+        """The tree paths of the lab's kernel exercises (a marker patch,
+        PATH.todo, stands for PATH)."""
+        top = self.solution / 'kernel'
+        if not top.is_dir():
+            return []
+        return sorted(str(p.relative_to(top)).removesuffix('.todo')
+                      for p in top.rglob('*') if p.is_file())
+
+    def flavours(self):
+        return [Flavour(p.stem, p, headers(p)) for p in sorted((self.dir / 'flavours').glob('*.config'))]
+
+    def variants(self):
+        return [Variant(p.stem, p, headers(p)) for p in sorted((self.dir / 'variants').glob('*.series'))]
+
+    def variant(self, name):
+        for v in self.variants():
+            if v.name == name:
+                return v
+        raise LabError(f'lab {self.name} has no variant {name!r}; it has: '
+                       + ' '.join(v.name for v in self.variants()))
+
+    def gdb_scripts(self):
+        return sorted((self.dir / 'gdb').glob('*.gdb'))
+
+
+def all_labs(kit=KIT):
+    return [Lab(p.name, kit) for p in sorted((kit / 'labs').glob('[0-9][0-9]-*')) if p.is_dir()]
+
+
+def resolve(want, kit=KIT):
+    """"02", "2" or "02-pidfdfs" -> that Lab."""
+    labs = all_labs(kit)
+    key = f'0{want}' if re.fullmatch(r'[0-9]', want) else want
+    for lab in labs:
+        if key in (lab.name, lab.number):
+            return lab
+    raise LabError(f"unknown LAB '{want}'; the labs are: {' '.join(l.name for l in labs)} (use LAB=NN)")

@@ -1,0 +1,52 @@
+"""Every result file of a run, registered by the check that writes it.
+
+A result is a VM console log (the guest's programs framed by its
+markers) or a TAP file of a host-side check; vm/check/tap-summary.py
+counts both. What make test counts is what the checks registered here,
+not what a folder happens to hold: a check whose file is missing shows
+as a failure ("no results"), and evidence files (consoles, gdb logs)
+are never counted by mistake.
+"""
+import importlib.util
+import sys
+from pathlib import Path
+
+CHECK = Path(__file__).resolve().parent.parent / 'vm' / 'check'
+sys.path.insert(0, str(CHECK))
+import tap  # noqa: E402  TAP writing, defined once
+
+
+def _tap_summary():
+    spec = importlib.util.spec_from_file_location('tap_summary', CHECK / 'tap-summary.py')
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+tap_summary = _tap_summary()
+
+
+class Results:
+    def __init__(self):
+        self.entries = []	# (label, path), in the order the checks ran
+
+    def add(self, label, path):
+        """Count the file at path as the result named label; returns path."""
+        self.entries.append((label, Path(path)))
+        return Path(path)
+
+    def write_tap(self, label, path, results):
+        """A host-side check's results, [(ok, text)], as a TAP file."""
+        t = tap.Tap()
+        for ok, text in results:
+            t.result(ok, text)
+        t.write(path)
+        return self.add(label, path)
+
+    def labels(self):
+        return [label for label, _ in self.entries]
+
+    def summary(self):
+        """One line per result, the failures by name, then "N passed, N
+        failed"; 1 when anything failed or nothing passed."""
+        return tap_summary.summary([f'{label}={path}' for label, path in self.entries])

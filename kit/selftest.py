@@ -1,0 +1,204 @@
+"""The package's own checks, on made-up labs: python3 -m kit.selftest
+(make selftest runs it). Host only, seconds; no kernel, no VM."""
+import io
+import os
+import subprocess
+import tempfile
+import textwrap
+import unittest
+from contextlib import redirect_stdout
+from pathlib import Path
+from unittest import mock
+
+from kit import labs, results, suite, vm
+
+
+def write(path, text):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+class MadeUpKit(unittest.TestCase):
+    """A kit folder with two labs: 01 with nothing but a solution, 02 with
+    a kernel exercise, a flavour, a variant and three mutations."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.kit = Path(self.tmp.name)
+        env = mock.patch.dict(os.environ, {'BUILD': str(self.kit / 'build')})
+        env.start()
+        self.addCleanup(env.stop)
+        write(self.kit / 'labs/01-first/solution/prog.c', 'int main(void) { return 0; }\n')
+        two = self.kit / 'labs/02-second'
+        write(two / 'solution/prog.c', 'int main(void) { return 0; }\n')
+        write(two / 'solution/kernel/fs/new.c', '/* TODO 1/1: x */\nint x;\n')
+        write(two / 'solution/kernel/fs/old.c.todo', '--- a/fs/old.c\n')
+        write(two / 'flavours/small.config', '# tests: 01\n# append: a=1\nCONFIG_X=y\n')
+        write(two / 'variants/before.series', '# append: lab.tests=t\n../patches/0001-a.patch\n')
+        write(two / 'variants/in-exercise.series', """\
+            # must-fail: prog_test one two
+            # must-fail: ignored second line
+            ../patches/0001-a.patch
+            in-exercise.patch
+            """)
+        write(two / 'variants/in-exercise.patch', """\
+            --- a/fs/new.c
+            +++ b/fs/new.c
+            @@ -1 +1 @@
+            -int x;
+            +int x = 1; /* MUTATION */
+            """)
+        write(two / 'variants/elsewhere.series', '# must-report: WARNING in f\n# flavour: debug\nelsewhere.patch\n')
+        write(two / 'variants/elsewhere.patch', '--- a/net/a.c\n+++ b/net/a.c\n')
+        write(two / 'variants/rare.series', '# by-hand: missed 5 of 5\n# must-fail: p t\n')
+        src = self.kit / 'build/labs/02-second/src'
+        write(src / 'fs/new.c', 'int x;\n')
+        write(src / 'fs/old.c', 'int y;\n')
+        self.one, self.two = labs.resolve('1', self.kit), labs.resolve('02-second', self.kit)
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+
+class Labs(MadeUpKit):
+    def test_resolve(self):
+        for want in ('2', '02', '02-second'):
+            self.assertEqual(labs.resolve(want, self.kit).name, '02-second')
+        with self.assertRaisesRegex(labs.LabError, r"unknown LAB '3'; the labs are: 01-first 02-second"):
+            labs.resolve('3', self.kit)
+
+    def test_header_lines_first_of_each_key(self):
+        v = self.two.variant('in-exercise')
+        self.assertEqual(v.must_fail, ['prog_test', 'one', 'two'])
+        self.assertTrue(v.is_mutation)
+        self.assertEqual(v.flavour, 'default')
+
+    def test_variants_and_mutations(self):
+        kinds = {v.name: (v.is_mutation, v.flavour, bool(v.by_hand)) for v in self.two.variants()}
+        self.assertEqual(kinds, {'before': (False, 'default', False),
+                                 'elsewhere': (True, 'debug', False),
+                                 'in-exercise': (True, 'default', False),
+                                 'rare': (True, 'default', True)})
+        self.assertEqual(self.two.variant('before').append, 'lab.tests=t')
+        self.assertEqual(self.two.variant('in-exercise').changed_files(), ['fs/new.c'])
+        with self.assertRaisesRegex(labs.LabError, 'has no variant'):
+            self.two.variant('nope')
+
+    def test_kernel_exercise_files(self):
+        self.assertEqual(self.two.kernel_exercise_files(), ['fs/new.c', 'fs/old.c'])
+        self.assertEqual(self.one.kernel_exercise_files(), [])
+
+    def test_flavour_headers(self):
+        [f] = self.two.flavours()
+        self.assertEqual((f.name, f.headers['tests'], f.headers['append']), ('small', '01', 'a=1'))
+
+    def test_paths(self):
+        b = self.kit / 'build/labs/02-second'
+        self.assertEqual(self.two.src(), b / 'src')
+        self.assertEqual(self.two.out('debug', 'skeleton'), b / 'trees/skeleton/out/debug')
+
+
+class WhichKernel(MadeUpKit):
+    def test_mutation_of_an_exercise_file_is_an_overlay_on_the_skeleton(self):
+        k = vm.mutant_kernel(self.two, self.two.variant('in-exercise'), Path('/m'))
+        self.assertEqual((k.tree, k.overlay, k.series), ('skeleton', Path('/m'), None))
+
+    def test_mutation_elsewhere_is_a_variant_tree(self):
+        v = self.two.variant('elsewhere')
+        k = vm.mutant_kernel(self.two, v, Path('/m'), 'debug')
+        self.assertEqual((k.tree, k.overlay, k.series, k.flavour),
+                         ('variant-elsewhere', None, v.series, 'debug'))
+
+    def test_environment_is_the_records_not_the_callers(self):
+        with mock.patch.dict(os.environ, {'KIT_TREE': 'work', 'KIT_SERIES': '/x', 'FLAVOUR': 'debug',
+                                          'KIT_KERNEL_SRC': '/y'}):
+            env = vm.solution_kernel(self.two).env()
+            self.assertEqual(env['FLAVOUR'], 'default')
+            for name in ('KIT_TREE', 'KIT_SERIES', 'KIT_KERNEL_SRC'):
+                self.assertNotIn(name, env)
+            env = vm.Boot(vm.skeleton_kernel(self.two, Path('/s')), 'test', Path('/s'), 'skeleton',
+                          Path('/l'), append='lab.selftests=0', tests_lab=self.one).env()
+            self.assertEqual((env['KIT_TREE'], env['KIT_KERNEL_SRC'], env['APPEND'], env['TESTS_LAB']),
+                             ('skeleton', '/s', 'lab.selftests=0', '01-first'))
+
+
+class Results(unittest.TestCase):
+    def summary(self, r):
+        out = io.StringIO()
+        with redirect_stdout(out):
+            rc = r.summary()
+        return rc, out.getvalue()
+
+    def test_only_registered_files_count_and_a_missing_one_fails(self):
+        with tempfile.TemporaryDirectory() as d:
+            d = Path(d)
+            (d / 'stray.tap').write_text('TAP version 13\nnot ok 1 stray\n1..1\n')
+            r = results.Results()
+            r.write_tap('lab/a.tap', d / 'a.tap', [(True, 'one'), (True, 'two')])
+            rc, text = self.summary(r)
+            self.assertEqual((rc, text.splitlines()[-1]), (0, '2 passed, 0 failed'))
+            r.add('lab/b.tap', d / 'b.tap')
+            rc, text = self.summary(r)
+            self.assertEqual(rc, 1)
+            self.assertIn('FAIL: no results', text)
+            self.assertNotIn('stray', text)
+
+    def test_nothing_registered_is_a_failure(self):
+        self.assertEqual(self.summary(results.Results())[0], 1)
+
+
+class Suite(MadeUpKit):
+    def test_a_kernel_that_does_not_build_stops_the_lab_at_once(self):
+        r = results.Results()
+        built = []
+
+        def no_kernel(kernel, log):
+            built.append(kernel)
+            return False
+        with mock.patch.object(vm.Boot, 'run', side_effect=AssertionError('booted')), \
+                mock.patch.object(suite, 'run', side_effect=AssertionError('ran a check')), \
+                redirect_stdout(io.StringIO()):
+            suite.LabSuite(self.two, r, build_kernel=no_kernel).run()
+        self.assertEqual(len(built), 1)
+        self.assertEqual(r.labels(), ['02-second/build.tap'])
+        text = (self.kit / 'build/labs/02-second/results/build.tap').read_text()
+        self.assertIn('not ok 1 build: the default kernel of 02-second did not build; its log: ', text)
+        self.assertIn('results/build.log', text)
+
+    def test_mutation_sources_hold_the_mutated_tree_files(self):
+        m = suite.Mutation(self.two, self.two.variant('in-exercise'), 'default', self.kit / 'r',
+                           self.kit / 'r', results.Results())
+        with redirect_stdout(io.StringIO()):
+            out = m.sources()
+        self.assertEqual((out / 'kernel/fs/new.c').read_text(), 'int x = 1; /* MUTATION */\n')
+        self.assertEqual((out / 'kernel/fs/old.c').read_text(), 'int y;\n')
+        self.assertTrue((out / 'prog.c').is_file())
+
+    def test_mutation_that_changes_nothing_is_refused(self):
+        m = suite.Mutation(self.two, self.two.variant('rare'), 'default', self.kit / 'r',
+                           self.kit / 'r', results.Results())
+        with self.assertRaisesRegex(labs.LabError, 'changed no kernel file'), \
+                redirect_stdout(io.StringIO()):
+            m.sources()
+
+    def test_a_variant_without_musts_is_no_mutation(self):
+        with self.assertRaisesRegex(labs.LabError, 'has no must-fail'):
+            suite.Mutation(self.two, self.two.variant('before'), 'default', self.kit, self.kit,
+                           results.Results())
+
+
+class RealLabs(unittest.TestCase):
+    def test_every_mutation_of_the_kit_is_read(self):
+        for lab in labs.all_labs():
+            for v in lab.variants():
+                with self.subTest(lab=lab.name, variant=v.name):
+                    self.assertTrue(v.series.is_file())
+                    for p in v.own_patches():
+                        self.assertTrue(p.is_file(), p)
+                    if v.is_mutation and not v.must_not_build:
+                        self.assertTrue(v.must_fail or v.must_report)
+
+
+if __name__ == '__main__':
+    unittest.main()

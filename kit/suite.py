@@ -1,0 +1,316 @@
+"""Every check make test runs for one lab, and one mutation's.
+
+Results land in build/labs/NN-x/results/ and are registered in a
+Results as they are written:
+
+  solution.log         the lab's tests + the pidfd selftests, reference solution
+  kernel-solution.tap  solution/kernel/* is the patched source plus TODO markers
+  skeleton.tap         the same tests on the generated skeleton: each must fail
+  exercise-roundtrip.tap  make solution, then the sync of make check, then
+                       make exercises FRESH=1, on a copy of the lab's files
+  shell.tap            the skeleton's VM shell on a terminal (vm/check/shell-check.py)
+  gdb-running-kernel.tap  make gdb loads the vmlinux of the VM that runs
+  flavour-*.log        each extra kernel flavour, with the tests its
+                       "# tests: LAB" line names
+  variant-*.log        each kernel variant booted with its "# append:" line
+  mutant-*.tap         each mutation: the bug shows as its header says
+  gdb-*.tap            each instructor gdb script, run in batch mode
+  transcripts.tap      the book's VM output still matches this run
+  report-transcripts.tap  and so do the kernel reports of its mutations
+  tree.tap             the run left the lab's tree and build/linux as they were
+
+A lab whose kernel does not build stops at once, with the one result
+"not ok 1 build" that names the build's log.
+"""
+import filecmp
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+from .labs import KIT, LabError, build_dir, resolve
+from .results import Results, tap_summary
+from .vm import Boot, gdb_check, mutant_kernel, skeleton_kernel, solution_kernel, variant_kernel
+
+PY = sys.executable
+EXERCISES = KIT / 'vm' / 'build' / 'exercises.py'
+TRANSCRIPTS = KIT / 'vm' / 'check' / 'transcripts.py'
+
+
+def say(text):
+    print(text, flush=True)
+
+
+def run(*cmd, **kw):
+    return subprocess.run([str(c) for c in cmd], **kw).returncode
+
+
+def rel(path):
+    return os.path.relpath(path, KIT)
+
+
+class LabSuite:
+    def __init__(self, lab, results, debug=False, quiet=None, build_kernel=None):
+        self.lab = lab
+        self.results = results
+        # DEBUG=1: the reference solution and the debug mutations run on
+        # the debug flavour (KASAN, lockdep...), everything else on the
+        # default one.
+        self.main = 'debug' if debug else 'default'
+        self.quiet = quiet or '1'
+        self.res = lab.build / 'results'
+        self.fresh = lab.build / 'transcripts'
+        # What an attendee sees of each mutation's kernel report, for the
+        # book's "When your kernel breaks".
+        self.reports = lab.build / f'reports-{self.main}'
+        self.skeleton = lab.build / 'skeleton-src'
+        self.build_kernel = build_kernel or (lambda kernel, log: kernel.build(log))
+
+    def add(self, name, path=None):
+        return self.results.add(f'{self.lab.name}/{name}', path or self.res / name)
+
+    def run(self):
+        lab = self.lab
+        # The gdb scripts boot the solution run's initramfs: never an older one.
+        for d in (self.res, self.fresh, self.reports):
+            shutil.rmtree(d, ignore_errors=True)
+        (lab.build / 'initramfs-solution.cpio').unlink(missing_ok=True)
+        self.res.mkdir(parents=True)
+        self.fresh.mkdir(parents=True)
+
+        say(f'=== {lab.name}: reference solution (kernel flavour {self.main})')
+        kernel = solution_kernel(lab, self.main)
+        build_log = self.res / 'build.log'
+        if not self.build_kernel(kernel, build_log):
+            # Every later step needs this kernel: one clear verdict, not a
+            # retry of the same build in each of them.
+            self.results.write_tap(f'{lab.name}/build.tap', self.res / 'build.tap', [
+                (False, f'build: the {self.main} kernel of {lab.name} did not build; '
+                        f'its log: {rel(build_log)}')])
+            return
+        log = self.add('solution.log')
+        rc = Boot(kernel, 'test', lab.solution, 'solution', log, quiet=self.quiet).run()
+        say(f'    guest verdict: {rc}')
+        run(PY, TRANSCRIPTS, 'extract', log, self.fresh)
+        if (lab.solution / 'kernel').is_dir():
+            with open(self.add('kernel-solution.tap'), 'w') as f:
+                run(PY, EXERCISES, 'verify-kernel', lab.solution, lab.src(), stdout=f)
+
+        self.skeleton_checks()
+        for flavour in lab.flavours():
+            self.flavour_check(flavour)
+        for variant in lab.variants():
+            if variant.flavour != self.main:
+                continue
+            if variant.by_hand:
+                say(f'=== {lab.name}: mutation {variant.name} is run by hand: {variant.by_hand}')
+            elif variant.is_mutation:
+                Mutation(lab, variant, self.main, self.res, self.reports, self.results).run()
+            else:
+                self.variant_check(variant)
+        for script in lab.gdb_scripts():
+            self.gdb_script_check(script)
+
+        run(PY, TRANSCRIPTS, 'check', self.fresh, KIT / 'docs' / 'transcripts' / lab.name,
+            self.add('transcripts.tap'))
+        book_reports = KIT / 'docs' / 'transcripts' / 'reports' / lab.name / self.main
+        if self.reports.is_dir() or book_reports.is_dir():
+            run(PY, TRANSCRIPTS, 'check', self.reports, book_reports, self.add('report-transcripts.tap'))
+        self.tree_check()
+
+    def skeleton_checks(self):
+        lab = self.lab
+        say(f'=== {lab.name}: skeleton (every lab test must fail)')
+        shutil.rmtree(self.skeleton, ignore_errors=True)
+        run(PY, EXERCISES, 'skel', lab.solution, self.skeleton, lab.src())
+        kernel = skeleton_kernel(lab, self.skeleton) if (self.skeleton / 'kernel').is_dir() \
+            else solution_kernel(lab)
+        # The verdict reads only the lab's tests, which run first: the pidfd
+        # selftests after them would change nothing.
+        log = self.res / 'skeleton.log'
+        Boot(kernel, 'test', self.skeleton, 'skeleton', log, append='lab.selftests=0').run()
+        tap_summary.skeleton(str(log), str(self.add('skeleton.tap')))
+        # make solution, make check, make exercises FRESH=1 on a copy of the
+        # lab: each leaves exactly the files the two runs above booted.
+        run(PY, KIT / 'vm' / 'check' / 'exercise-roundtrip.py', lab.dir, lab.src(),
+            self.add('exercise-roundtrip.tap'))
+        if self.main != 'default':
+            return
+        say(f'=== {lab.name}: the VM shell on a terminal (skeleton)')
+        Boot(kernel, 'shell-check', self.skeleton, 'skeleton', self.add('shell.tap'),
+             quiet=os.environ.get('QUIET', '0'), reuse_initrd=True).run()
+        # The instructor's `make lab GDB=1` + `make gdb` on such a tree: gdb
+        # must load that tree's vmlinux, not the lab's reference one.
+        say(f'=== {lab.name}: make gdb on the skeleton\'s running kernel')
+        gdb_check(lab, KIT / 'vm' / 'gdb' / 'running-kernel.gdb', self.add('gdb-running-kernel.tap'),
+                  self.skeleton, 'skeleton', reuse_initrd=True)
+
+    def flavour_check(self, flavour):
+        lab = self.lab
+        tests = resolve(flavour.headers.get('tests') or lab.name)
+        say(f'=== {lab.name}: kernel flavour {flavour.name} with the tests of {tests.name}')
+        log = self.add(f'flavour-{flavour.name}.log')
+        Boot(solution_kernel(lab, flavour.name), 'test', tests.solution, f'flavour-{flavour.name}',
+             log, tests_lab=tests).run()
+
+    def variant_check(self, variant):
+        lab = self.lab
+        say(f'=== {lab.name}: kernel variant {variant.name} ({variant.append})')
+        log = self.add(f'variant-{variant.name}.log')
+        Boot(variant_kernel(lab, variant, self.main), 'test', lab.solution, f'variant-{variant.name}',
+             log, append=variant.append).run()
+        run(PY, TRANSCRIPTS, 'extract-as', log, self.fresh, f'variant-{variant.name}-')
+
+    def gdb_script_check(self, script):
+        lab = self.lab
+        name = script.stem
+        say(f'=== {lab.name}: gdb script {name}.gdb')
+        # The solution run's initramfs, when it was built for this kernel.
+        gdb_check(lab, script, self.add(f'gdb-{name}.tap'), reuse_initrd=self.main == 'default')
+        run(PY, TRANSCRIPTS, 'gdb', self.res / f'gdb-{name}.gdb.log', self.fresh / f'gdb-{name}.txt')
+
+    def tree_check(self):
+        # Trees share the files they have in common as hard links, with each
+        # other (seed-tree.py) and with the pristine checkout (lab-tree.sh):
+        # an overlay written into one instead of replacing it would show up
+        # here, as a change in the lab's own tree or in build/linux.
+        def changes(tree):
+            return subprocess.run(['git', '-C', str(tree), 'status', '--porcelain',
+                                   '--untracked-files=no'], capture_output=True, text=True).stdout
+        lab = self.lab
+        changed = changes(lab.src()) + ''.join(
+            f'build/linux: {line}\n' for line in changes(build_dir() / 'linux').splitlines())
+        if not changed:
+            result = (True, f"tree: {lab.name}'s kernel tree still holds exactly its series, "
+                            'build/linux its tarball')
+        else:
+            result = (False, f"tree: {lab.name}'s kernel tree changed during the run (an overlay "
+                             'written into a shared file?)\n' + changed)
+        self.results.write_tap(f'{lab.name}/tree.tap', self.res / 'tree.tap', [result])
+
+
+class Mutation:
+    """A variant that re-introduces a bug on purpose, built, booted and
+    checked against what its header says must show.
+
+    "# must-fail: PROGRAM TEST...": those tests fail on it (up to five
+    boots: a race is caught by chance). "# must-report: TITLE": the
+    kernel's first report has that title and is decoded to the line of
+    the mutation that says MUTATION; the attendee's view of it goes to
+    reports/ for the book. Both may be given. "# must-not-build: yes":
+    the compiler's error names that line of the exercise file. The
+    console log, mutant-NAME.console.log, is evidence, not a result."""
+
+    # A race the mutation reopens is caught by chance: the KASAN hunt for
+    # stash-outside-rcu caught it on 4 of the 7 boots on record, and one
+    # CI run needed all of 3. Up to five boots (at that rate all five miss
+    # about once in 70 runs); a mutation caught at once boots once.
+    TRIES = 5
+
+    def __init__(self, lab, variant, flavour, res, reports, results):
+        self.lab, self.variant, self.flavour = lab, variant, flavour
+        self.res, self.reports, self.results = Path(res), Path(reports), results
+        if not variant.is_mutation:
+            raise LabError(f'{rel(variant.series)} has no must-fail, must-report or must-not-build line')
+
+    def sources(self):
+        """The mutation's sources: the solution's programs, and its kernel
+        files as the lab's patched tree has them with the mutation's own
+        patches applied."""
+        lab, out = self.lab, self.lab.build / 'mutant-src' / self.variant.name
+        shutil.rmtree(out, ignore_errors=True)
+        out.mkdir(parents=True)
+        for f in list(lab.solution.glob('*.c')) + list(lab.solution.glob('*.h')):
+            shutil.copy(f, out)
+        files = lab.kernel_exercise_files()
+        for f in files:
+            (out / 'kernel' / f).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(lab.src() / f, out / 'kernel' / f)
+        for patch in self.variant.own_patches():
+            # Outside any repository, git apply is plain patch: inside the
+            # kit's own, it would skip every path outside its cwd silently.
+            env = dict(os.environ, GIT_CEILING_DIRECTORIES=str(out.parent))
+            if run('git', 'apply', '--directory=kernel', patch, cwd=out, env=env) != 0:
+                raise LabError(f'{rel(self.variant.series)}: {patch.name} must change only files '
+                               'of solution/kernel/')
+        if all(filecmp_same(lab.src() / f, out / 'kernel' / f) for f in files):
+            raise LabError(f'{rel(self.variant.series)} changed no kernel file: the mutation is not there')
+        return out
+
+    def run(self):
+        v, lab = self.variant, self.lab
+        musts = []
+        if v.must_fail:
+            musts.append('fail: ' + ' '.join(v.must_fail))
+        if v.must_report:
+            musts.append('report: ' + v.must_report)
+        say(f'=== {lab.name}: mutation {v.name}, must '
+            + ('; '.join(musts) if musts else 'not build'))
+        self.res.mkdir(parents=True, exist_ok=True)
+        log = self.res / f'mutant-{v.name}.console.log'
+        tap = self.results.add(f'{lab.name}/mutant-{v.name}.tap', self.res / f'mutant-{v.name}.tap')
+        transcript = self.reports / f'report-{v.name}.txt'
+        kernel = mutant_kernel(lab, v, None, self.flavour)
+        if kernel.tree == 'skeleton':
+            src = self.sources()
+            kernel = replace(kernel, overlay=src)
+        else:
+            src = lab.solution
+        boot = Boot(kernel, 'test', src, f'mutant-{v.name}', log, append=v.append)
+
+        if v.must_not_build:
+            build_log = Path(f'{log}.build')
+            with open(build_log, 'w') as f:
+                if boot.run(stdout=f, stderr=subprocess.STDOUT) == 0:
+                    f.write(f'# mutation {v.name} built\n')
+            return tap_summary.must_not_build(str(build_log), str(tap), v.name, str(src), str(transcript))
+        if not v.must_fail:
+            boot.run()
+            return tap_summary.must_report(str(log), str(tap), v.name, str(src), v.must_report,
+                                           str(transcript))
+        program, tests = v.must_fail[0], v.must_fail[1:]
+        for attempt in range(1, self.TRIES + 1):
+            boot.run()
+            tap_summary.must_fail(str(log), str(tap), v.name, program, tests)
+            if not any(line.startswith('not ok') for line in open(tap)):
+                break
+            if attempt < self.TRIES:
+                say(f'  RETRY    mutation {v.name} was not caught on boot {attempt} of {self.TRIES}')
+        # Both: the report is in the result too (a lockdep splat that never
+        # reached the log once made its test fail without a word).
+        if v.must_report:
+            report_tap = self.results.add(f'{lab.name}/mutant-{v.name}.report.tap',
+                                          self.res / f'mutant-{v.name}.report.tap')
+            tap_summary.must_report(str(log), str(report_tap), v.name, str(src), v.must_report,
+                                    str(transcript))
+        return 0
+
+
+def filecmp_same(a, b):
+    return filecmp.cmp(a, b, shallow=False)
+
+
+def make_test(names):
+    """make test: the suite of each lab named (every lab when none), then
+    one summary of every registered result."""
+    from .labs import all_labs
+    labs = [resolve(n) for n in names] if names else all_labs()
+    results = Results()
+    debug = os.environ.get('DEBUG', '0') == '1'
+    for lab in labs:
+        LabSuite(lab, results, debug=debug, quiet=os.environ.get('QUIET')).run()
+    say('=== summary')
+    return results.summary()
+
+
+def one_mutation(lab_name, variant_name, out=None):
+    """A mutation by hand (one make test leaves to a person): its results
+    and report in out (build/labs/NN/hunt by default)."""
+    lab = resolve(lab_name)
+    v = lab.variant(variant_name)
+    out = Path(out) if out else lab.build / 'hunt'
+    results = Results()
+    Mutation(lab, v, v.flavour, out, out, results).run()
+    return results.summary()
