@@ -4,7 +4,8 @@
 # vm/check/tap-summary.py counts afterwards.
 #
 #  solution.log         the lab's tests + the pidfd selftests, reference solution
-#  kernel-solution.tap  solution/kernel/* is the patched source plus TODO markers
+#  kernel-solution.tap  each solution/kernel/*.todo adds only TODO markers to the
+#                       patched source
 #  skeleton.tap         the same tests on the generated skeleton: each must fail
 #  exercise-roundtrip.tap  make solution, then the sync of make check, then
 #                       make exercises FRESH=1, on a copy of the lab's files

@@ -40,8 +40,9 @@ make_mutant() {
 	rm -rf "$out"
 	mkdir -p "$out"
 	cp "$dir"/solution/*.[ch] "$out"/
-	# A marker patch (PATH.todo) stands for the tree's PATH.
-	(cd "$dir/solution/kernel" && find . -type f | sed 's/\.todo$//') | while read -r f; do
+	# A mutation patches the tree's file, not the solution's: each
+	# marker patch PATH.todo stands for the tree's PATH.
+	(cd "$dir/solution/kernel" && find . -name '*.todo' | sed 's/\.todo$//') | while read -r f; do
 		mkdir -p "$(dirname "$out/kernel/$f")"
 		cp "$(lab_src "$lab")/$f" "$out/kernel/$f"
 	done
@@ -66,7 +67,7 @@ mutation_own_tree() {
 	others=$(grep -v -e '^#' -e '^$' -e '^\.\./patches/' "$1" | while read -r p; do
 		sed -n 's|^+++ b/||p' "$(dirname "$1")/$p"
 	done | while read -r f; do
-		[ -f "$dir/solution/kernel/$f" ] || [ -f "$dir/solution/kernel/$f.todo" ] || echo "$f"
+		[ -f "$dir/solution/kernel/$f.todo" ] || echo "$f"
 	done)
 	[ -n "$others" ]
 }
