@@ -75,7 +75,7 @@ kernel:
 	@vm/build/lab-tree.sh $(lab)
 	@vm/build/lab-kernel.sh $(lab)
 
-# A kernel exercise kept as a marker patch (solution/kernel/PATH.todo) is
+# Kernel exercises are marker patches (solution/kernel/PATH.todo),
 # rendered from the lab's patched tree: prepare that tree first.
 todo = $(shell find labs/$(lab)/solution/kernel -name '*.todo' 2>/dev/null)
 need-tree = $(if $(todo),@vm/deps.sh check >/dev/null || vm/deps.sh install; vm/build/lab-tree.sh $(lab))

@@ -139,13 +139,12 @@ class Lab:
         return self.root(tree) / 'out' / flavour
 
     def kernel_exercise_files(self):
-        """The tree paths of the lab's kernel exercises (a marker patch,
-        PATH.todo, stands for PATH)."""
+        """The tree paths of the lab's kernel exercises: each is a marker
+        patch, PATH.todo, that stands for the tree's PATH."""
         top = self.solution / 'kernel'
         if not top.is_dir():
             return []
-        return sorted(str(p.relative_to(top)).removesuffix('.todo')
-                      for p in top.rglob('*') if p.is_file())
+        return sorted(str(p.relative_to(top)).removesuffix('.todo') for p in top.rglob('*.todo'))
 
     def flavours(self):
         return [Flavour(p.stem, p, headers(p)) for p in sorted((self.dir / 'flavours').glob('*.config'))]

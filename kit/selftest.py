@@ -32,7 +32,7 @@ class MadeUpKit(unittest.TestCase):
         write(self.kit / 'labs/01-first/solution/prog.c', 'int main(void) { return 0; }\n')
         two = self.kit / 'labs/02-second'
         write(two / 'solution/prog.c', 'int main(void) { return 0; }\n')
-        write(two / 'solution/kernel/fs/new.c', '/* TODO 1/1: x */\nint x;\n')
+        write(two / 'solution/kernel/fs/new.c.todo', '--- a/fs/new.c\n')
         write(two / 'solution/kernel/fs/old.c.todo', '--- a/fs/old.c\n')
         write(two / 'flavours/small.config', '# tests: 01\n# append: a=1\nCONFIG_X=y\n')
         write(two / 'variants/before.series', '# append: lab.tests=t\n../patches/0001-a.patch\n')

@@ -4,7 +4,8 @@ Results land in build/labs/NN-x/results/ and are registered in a
 Results as they are written:
 
   solution.log         the lab's tests + the pidfd selftests, reference solution
-  kernel-solution.tap  solution/kernel/* is the patched source plus TODO markers
+  kernel-solution.tap  each solution/kernel/*.todo adds only TODO markers to the
+                       patched source
   skeleton.tap         the same tests on the generated skeleton: each must fail
   exercise-roundtrip.tap  make solution, then the sync of make check, then
                        make exercises FRESH=1, on a copy of the lab's files
@@ -224,6 +225,8 @@ class Mutation:
         out.mkdir(parents=True)
         for f in list(lab.solution.glob('*.c')) + list(lab.solution.glob('*.h')):
             shutil.copy(f, out)
+        # A mutation patches the tree's file, not the solution's: each
+        # marker patch PATH.todo stands for the tree's PATH.
         files = lab.kernel_exercise_files()
         for f in files:
             (out / 'kernel' / f).parent.mkdir(parents=True, exist_ok=True)

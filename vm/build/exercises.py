@@ -10,8 +10,9 @@ those m lines; the solution keeps both.
                                               write skeletons to OUT_DIR
   exercises.py sync LAB_DIR STATE_DIR [TREE]  create/refresh LAB_DIR/exercises
   exercises.py verify-kernel SOLUTION_DIR TREE
-                                              solution/kernel/* minus the TODO
-                                              lines == the patched TREE files
+                                              each solution/kernel/PATH.todo
+                                              applies to TREE/PATH and adds
+                                              only TODO lines
   exercises.py solution LAB_DIR STATE_DIR SAVE_DIR [TREE]
                                               put the solution in place, after
                                               saving every edited file
@@ -24,13 +25,13 @@ those m lines; the solution keeps both.
                                               MARKED_FILE of TREE/PATH (for
                                               solution/kernel/PATH.todo)
 
-Kernel files come in two kinds under solution/kernel/. A file the lab's
-series creates (fs/pidfs.c) is the kit's own and kept whole, markers
-included. A file of the kernel's that the series changes (fs/libfs.c,
-1,800 lines for three TODOs) is a marker patch, PATH.todo: a unified diff
-whose only added lines are TODO markers, applied to TREE/PATH (the lab's
-patched tree) to render the file. Its context must match the tree
-exactly, wherever a 6.1.y update moved it.
+A kernel exercise is a marker patch, solution/kernel/PATH.todo: a unified
+diff whose only added lines are TODO markers, applied to TREE/PATH (the
+lab's patched tree) to render the file. Its context must match the tree
+exactly, wherever a 6.1.y update moved it. Never a whole copy of the
+file, not even of one the lab's series creates (fs/pidfs.c): the series
+already holds that code, and a copy would have to follow every change to
+it by hand. A marker patch that no longer fits stops the kit instead.
 
 An attendee's edit is never overwritten: STATE_DIR/issued holds what the kit
 last wrote into exercises/, and a file that differs from it is theirs.
@@ -131,9 +132,16 @@ def todo_patch(tree, path, marked_file, context=3):
 
 
 def read_solution(src_dir, name, tree):
-    """The lines of solution file name: as it is, or rendered from name.todo."""
+    """The lines of solution file name: a program's as it is, a kernel
+    file's rendered from its marker patch."""
     path = os.path.join(src_dir, name)
-    if not name.endswith('.todo'):
+    kernel = name.startswith('kernel' + os.sep)
+    if kernel and not name.endswith('.todo'):
+        sys.exit(f'exercises.py: {name} is a whole file: a kernel exercise is a marker patch, '
+                 f'{name}.todo (exercises.py todo-patch makes it from this file)')
+    if not kernel:
+        if name.endswith('.todo'):
+            sys.exit(f'exercises.py: {name}: a marker patch belongs under kernel/')
         with open(path) as f:
             return f.readlines()
     target = name[:-len('.todo')]
@@ -171,9 +179,9 @@ def write_tree(src_dir, out_dir, skeleton, tree=None):
 
 
 def verify_kernel(solution_dir, tree):
-    """The marked-up kernel files must be the patched files plus markers:
-    a whole file line for line, a marker patch by applying to the tree
-    with nothing but TODO markers added."""
+    """make test's solution run boots the patched tree, not the rendered
+    files: each marker patch must render to the tree's file plus TODO
+    lines and nothing else, or attendees get a solution never tested."""
     top = os.path.join(solution_dir, 'kernel')
     out = tap.Tap()
     for name in files(top) if os.path.isdir(top) else []:
@@ -190,9 +198,8 @@ def verify_kernel(solution_dir, tree):
         except OSError:
             theirs = None
         if mine == theirs:
-            how = ('applies to the patched file and adds only TODO markers'
-                   if name.endswith('.todo') else 'is the patched file plus TODO markers')
-            out.result(True, f'solution/kernel/{name} {how}')
+            out.result(True, f'solution/kernel/{name} applies to the patched file '
+                             'and adds only TODO markers')
         else:
             out.result(False, f'solution/kernel/{name} differs from what the patches '
                               f'make of {target}: fix one or the other')

@@ -8,8 +8,8 @@ types them, on a scratch copy of LAB_DIR (the real exercises/ are never
 touched):
 
   make exercises          the skeleton is issued
-  (edit)                  one program, one kernel file the series creates,
-                          one kernel file rendered from a marker patch
+  (edit)                  one program, one kernel file (rendered from its
+                          marker patch)
   make solution           the edits are saved, the solution is in place
   make check / make lab   their sync must leave the solution in place: it is
                           then exactly the solution that make test's solution
@@ -50,13 +50,10 @@ def read(path):
 
 
 def pick_edits(names):
-    """One file of each kind an attendee edits: a program, a kernel file the
-    series creates, a kernel file rendered from a marker patch."""
+    """One file of each kind an attendee edits: a program, a kernel file."""
     picks = {}
-    for name, todo in names:
-        kind = ('marker patch' if todo else 'kernel file') if name.startswith('kernel/') \
-            else 'program'
-        picks.setdefault(kind, name)
+    for name in names:
+        picks.setdefault('kernel file' if name.startswith('kernel/') else 'program', name)
     return picks
 
 
@@ -90,8 +87,7 @@ def roundtrip(lab_dir, tree, out):
 
         sync('a fresh clone')
         holds(skel, 'make exercises issues the skeleton')
-        names = [(exercises.out_name(n), n.endswith('.todo'))
-                 for n in exercises.files(os.path.join(copy, 'solution'))]
+        names = [exercises.out_name(n) for n in exercises.files(os.path.join(copy, 'solution'))]
         edits = pick_edits(names)
         for kind, name in sorted(edits.items()):
             with open(os.path.join(work, name), 'a') as f:

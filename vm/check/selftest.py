@@ -276,6 +276,20 @@ SOLUTION = """int f(void)
 """
 
 
+TREE_FILE = 'int a;\nint f(void)\n{\n\tint n = 1;\n\tn++;\n\treturn n;\n}\n'
+MARKED_FILE = TREE_FILE.replace('\tint n = 1;', '\t/* TODO 1/2: count to two */\n\tint n = 1;')
+
+
+def marker_patch(tree, sol):
+    """fs/g.c in tree, and in sol the marker patch that puts TODO 1 in it."""
+    write(os.path.join(tree, 'fs', 'g.c'), TREE_FILE)
+    marked = os.path.join(os.path.dirname(tree), 'marked.c')
+    write(marked, MARKED_FILE)
+    patch = exercises.todo_patch(tree, 'fs/g.c', marked, 2)
+    write(os.path.join(sol, 'kernel', 'fs', 'g.c.todo'), patch)
+    return patch
+
+
 class Exercises(unittest.TestCase):
     def test_render(self):
         lines = SOLUTION.splitlines(True)
@@ -290,20 +304,21 @@ class Exercises(unittest.TestCase):
 
     def test_sync_and_solution_never_lose_an_edit(self):
         with tempfile.TemporaryDirectory() as d:
-            lab, state, save = (os.path.join(d, x) for x in ('lab', 'state', 'saved'))
+            lab, state, save, tree = (os.path.join(d, x) for x in ('lab', 'state', 'saved', 'tree'))
             write(os.path.join(lab, 'solution', 'f.c'), SOLUTION)
-            write(os.path.join(lab, 'solution', 'kernel', 'fs', 'g.c'), SOLUTION)
+            marker_patch(tree, os.path.join(lab, 'solution'))
             mine = os.path.join(lab, 'exercises', 'f.c')
-            exercises.sync(lab, state)
+            exercises.sync(lab, state, tree)
             self.assertIn('TODO 1: count', read(mine))
             write(mine, 'my answer\n')
-            # A newer solution: the untouched file follows, the edited one stays.
+            # A newer solution, and a series that changed the kernel file:
+            # the untouched files follow, the edited one stays.
             write(os.path.join(lab, 'solution', 'f.c'), SOLUTION + '/* v2 */\n')
-            write(os.path.join(lab, 'solution', 'kernel', 'fs', 'g.c'), SOLUTION + '/* v2 */\n')
-            exercises.sync(lab, state)
+            write(os.path.join(tree, 'fs', 'g.c'), TREE_FILE + '/* v2 */\n')
+            exercises.sync(lab, state, tree)
             self.assertEqual(read(mine), 'my answer\n')
             self.assertIn('v2', read(os.path.join(lab, 'exercises', 'kernel', 'fs', 'g.c')))
-            exercises.solution(lab, state, save)
+            exercises.solution(lab, state, save, tree)
             self.assertIn('n++;', read(mine))
             saved = [os.path.join(r, n) for r, _, ns in os.walk(save) for n in ns]
             self.assertEqual([read(p) for p in saved], ['my answer\n'])
@@ -367,21 +382,14 @@ class Exercises(unittest.TestCase):
             self.assertIn('n++;', read(mine))
 
 
-TREE_FILE = 'int a;\nint f(void)\n{\n\tint n = 1;\n\tn++;\n\treturn n;\n}\n'
-
-
 class MarkerPatch(unittest.TestCase):
-    """A kernel file of the kernel's is kept as a marker patch (PATH.todo)."""
+    """A kernel exercise is a marker patch (PATH.todo)."""
 
     def setUp(self):
         self.dir = tempfile.TemporaryDirectory()
         d = self.dir.name
         self.tree, self.sol = os.path.join(d, 'tree'), os.path.join(d, 'solution')
-        write(os.path.join(self.tree, 'fs', 'g.c'), TREE_FILE)
-        marked = os.path.join(d, 'marked.c')
-        write(marked, TREE_FILE.replace('\tint n = 1;', '\t/* TODO 1/2: count to two */\n\tint n = 1;'))
-        self.patch = exercises.todo_patch(self.tree, 'fs/g.c', marked, 2)
-        write(os.path.join(self.sol, 'kernel', 'fs', 'g.c.todo'), self.patch)
+        self.patch = marker_patch(self.tree, self.sol)
 
     def tearDown(self):
         self.dir.cleanup()
@@ -414,6 +422,23 @@ class MarkerPatch(unittest.TestCase):
             write(os.path.join(self.sol, 'kernel', 'fs', 'g.c.todo'), bad)
             with self.assertRaises(SystemExit):
                 self.render()
+
+    def test_a_whole_kernel_file_is_refused(self):
+        # One kind: a whole copy repeats what the series makes, and only
+        # a hand would keep it in step.
+        os.remove(os.path.join(self.sol, 'kernel', 'fs', 'g.c.todo'))
+        write(os.path.join(self.sol, 'kernel', 'fs', 'g.c'), MARKED_FILE)
+        with self.assertRaises(SystemExit) as e:
+            self.render()
+        self.assertIn('todo-patch', str(e.exception))
+        with contextlib.redirect_stdout(io.StringIO()):
+            self.assertEqual(exercises.verify_kernel(self.sol, self.tree), 1)
+
+    def test_a_marker_patch_belongs_to_the_kernel(self):
+        write(os.path.join(self.sol, 'f.c.todo'), self.patch)
+        with self.assertRaises(SystemExit) as e:
+            self.render()
+        self.assertIn('under kernel/', str(e.exception))
 
     def test_no_tree_says_what_to_do(self):
         with self.assertRaises(SystemExit) as e:
