@@ -67,13 +67,12 @@ deps:
 
 ahead:
 	$(need-deps)
-	@vm/build/ahead.sh
+	@python3 -m kit ahead
 
 kernel:
 	$(need-lab)
 	$(need-deps)
-	@vm/build/lab-tree.sh $(lab)
-	@vm/build/lab-kernel.sh $(lab)
+	@python3 -m kit kernel $(lab)
 
 # Kernel exercises are marker patches (solution/kernel/PATH.todo),
 # rendered from the lab's patched tree: prepare that tree first.
@@ -95,7 +94,7 @@ solution:
 
 lab: exercises
 	$(need-deps)
-	@vm/boot/lab-vm.sh $(lab) shell labs/$(lab)/exercises work
+	@python3 -m kit lab $(lab)
 
 # Into the running `make lab` VM, no reboot: it mounts build/labs/NN/live.
 # (make check builds your kernel exercises in make lab's tree, trees/work.)
@@ -104,15 +103,9 @@ programs: exercises
 	@vm/build/programs.sh $(lab) labs/$(lab)/exercises build/labs/$(lab)/live
 	@echo "  LIVE     build/labs/$(lab)/live -> /lab/live in the VM: run your program again there"
 
-# A kernel that does not build leaves no log: not the last run's either,
-# whose results would read as this one's.
 check: exercises
 	$(need-deps)
-	@rm -f build/labs/$(lab)/check.log build/labs/$(lab)/check.log.json
-	@QUIET=1 $(if $(wildcard labs/$(lab)/solution/kernel),KIT_TREE=work) \
-		vm/boot/lab-vm.sh $(lab) test labs/$(lab)/exercises check build/labs/$(lab)/check.log || true
-	@[ -f build/labs/$(lab)/check.log ] || { echo "  NO RUN   the kernel or the programs did not build: the first error above names your file"; exit 1; }
-	@python3 vm/check/tap-summary.py "$(lab) (your exercises)=build/labs/$(lab)/check.log"
+	@python3 -m kit check $(lab)
 
 gdb:
 	$(need-lab)

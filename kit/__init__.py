@@ -6,14 +6,15 @@ listed above it:
 
   labs      what a lab folder holds (series, flavours, variants,
             mutations, gdb scripts), its header lines read once
+  kernels   which kernel tree a run uses (which_kernel), and its build
+  qemu      one QEMU run: its command line, KVM or TCG, the run record
+  vm        one boot: kernel, initramfs, report record, QEMU; gdb checks
   results   every result file of a run, registered by the check that
             writes it, and the summary that counts them
-  vm        which kernel tree a run uses, its build, and a boot
-            (vm/boot/lab-vm.sh, vm/boot/qemu.sh)
   suite     every check of a lab, and one mutation's
 
 The move from the shell scripts under vm/ is step by step (issue 31):
-the stages below vm still run as scripts, called with explicit
-arguments from vm.py, and the environment variables they read are set
-there and nowhere else.
+the tree, the kernel build and the initramfs still run as scripts,
+called with explicit arguments, and the environment variables they read
+are set by Kernel.env() and Boot.env() and nowhere else.
 """

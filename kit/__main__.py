@@ -1,23 +1,115 @@
-"""python3 -m kit VERB: the harness's entry points (the Makefile's targets
-call them).
+"""python3 -m kit VERB: the harness's entry points; the Makefile's targets
+call them, one line each.
 
   test [LAB...]              make test: every lab's checks (or those named),
                              then one summary; DEBUG=1 on the debug kernel
   mutation LAB NAME [DIR]    one mutation of a lab (variants/NAME.series),
                              built, booted and checked; results in DIR
-"""
-import sys
+  lab LAB                    make lab: the attendee's kernel and programs,
+                             booted to a shell on this terminal
+  check LAB                  make check: the lab's tests on the attendee's
+                             exercises, then their summary
+  kernel LAB                 make kernel: the lab's own kernel
+  ahead                      make ahead: every lab's kernels
+  variant LAB NAME           a kernel variant (variants/NAME.series) booted
+                             to a shell, with the solution's programs
+  boot LAB MODE DIR TAG [LOG]  one boot of the kernel and programs of DIR
+                             (the lab's solution, or exercises: the work
+                             tree), for make bench and make reference
+  qemu MODE BZIMAGE INITRD LOG [--append ARGS] [--name NAME] [--live DIR] [--quiet]
+                             one QEMU run of a kernel and initramfs built
+                             already (make bench, make reference, the
+                             shell check)
+  accel BZIMAGE INITRD       print kvm or tcg (probed once, then cached)
 
-from .labs import LabError
-from . import suite
+User settings, from the environment: DEBUG=1 (the debug kernel), ACCEL,
+MEM, SMP, GDB, WAIT, GDB_PORT, TIMEOUT, BOOT_TIMEOUT, APPEND, QUIET.
+"""
+import os
+import sys
+from pathlib import Path
+
+from . import kernels, suite
+from .labs import LabError, resolve
+from .qemu import Qemu, choose_accel
+from .vm import Boot
+
+
+def user_flavour():
+    return 'debug' if os.environ.get('DEBUG', '0') == '1' else 'default'
+
+
+def boot(lab, mode, exercises, tag, log=None, quiet=None):
+    exercises = Path(exercises).resolve()
+    purpose = 'solution' if exercises == lab.solution.resolve() else 'work'
+    kernel = kernels.which_kernel(lab, purpose, user_flavour(), exercises)
+    return Boot(kernel, mode, exercises, tag, Path(log) if log else None,
+                append=os.environ.get('APPEND', ''),
+                quiet=(quiet if quiet is not None else os.environ.get('QUIET', '0') == '1'))
+
+
+def check(lab):
+    """make check: the attendee's exercises under the lab's tests."""
+    log = lab.build / 'check.log'
+    # A kernel that does not build leaves no log: not the last run's
+    # either, whose results would read as this one's.
+    for old in (log, Path(f'{log}.json')):
+        old.unlink(missing_ok=True)
+    boot(lab, 'test', lab.dir / 'exercises', 'check', log, quiet=True).run()
+    if not log.is_file():
+        print('  NO RUN   the kernel or the programs did not build: the first error above names your file')
+        return 1
+    from .results import Results
+    r = Results()
+    r.add(f'{lab.name} (your exercises)', log)
+    return r.summary()
+
+
+def qemu_verb(args):
+    import argparse
+    p = argparse.ArgumentParser(prog='python3 -m kit qemu')
+    for name in ('mode', 'bzimage', 'initrd', 'log'):
+        p.add_argument(name)
+    p.add_argument('--append', default='')
+    p.add_argument('--name', default='')
+    p.add_argument('--live')
+    p.add_argument('--quiet', action='store_true')
+    a = p.parse_args(args)
+    return Qemu.from_env(a.mode, a.bzimage, a.initrd, a.log, append=a.append, name=a.name,
+                         live_dir=a.live, quiet=a.quiet).run()
 
 
 def main(argv):
+    verb, args = (argv[0], argv[1:]) if argv else ('', [])
     try:
-        if argv[:1] == ['test']:
-            return suite.make_test(argv[1:])
-        if argv[:1] == ['mutation'] and len(argv) in (3, 4):
-            return suite.one_mutation(*argv[1:])
+        if verb == 'test':
+            return suite.make_test(args)
+        if verb == 'mutation' and len(args) in (2, 3):
+            return suite.one_mutation(*args)
+        if verb == 'lab' and len(args) == 1:
+            lab = resolve(args[0])
+            return boot(lab, 'shell', lab.dir / 'exercises', 'work').run()
+        if verb == 'check' and len(args) == 1:
+            return check(resolve(args[0]))
+        if verb == 'kernel' and len(args) == 1:
+            return 0 if kernels.which_kernel(resolve(args[0]), 'solution').build() else 1
+        if verb == 'variant' and len(args) == 2:
+            lab = resolve(args[0])
+            v = lab.variant(args[1])
+            kernel = kernels.which_kernel(lab, 'variant', user_flavour(), variant=v)
+            append = f'{v.append} {os.environ.get("APPEND", "")}'.strip()
+            return Boot(kernel, 'shell', lab.solution, f'variant-{v.name}', append=append,
+                        quiet=False).run()
+        if verb == 'ahead' and not args:
+            return kernels.ahead()
+        if verb == 'boot' and len(args) in (4, 5):
+            lab = resolve(args[0])
+            return boot(lab, *args[1:]).run()
+        if verb == 'qemu' and len(args) >= 4:
+            return qemu_verb(args)
+        if verb == 'accel' and len(args) == 2:
+            print(choose_accel(*args))
+            return 0
     except LabError as e:
         print(f'kit: {e}', file=sys.stderr)
         return 1

@@ -10,7 +10,7 @@ from contextlib import redirect_stdout
 from pathlib import Path
 from unittest import mock
 
-from kit import labs, results, suite, vm
+from kit import kernels, labs, qemu, results, suite, vm
 
 
 def write(path, text):
@@ -101,26 +101,126 @@ class Labs(MadeUpKit):
 
 class WhichKernel(MadeUpKit):
     def test_mutation_of_an_exercise_file_is_an_overlay_on_the_skeleton(self):
-        k = vm.mutant_kernel(self.two, self.two.variant('in-exercise'), Path('/m'))
+        k = kernels.which_kernel(self.two, 'mutation', exercises=Path('/m'),
+                                 variant=self.two.variant('in-exercise'))
         self.assertEqual((k.tree, k.overlay, k.series), ('skeleton', Path('/m'), None))
 
     def test_mutation_elsewhere_is_a_variant_tree(self):
         v = self.two.variant('elsewhere')
-        k = vm.mutant_kernel(self.two, v, Path('/m'), 'debug')
+        k = kernels.which_kernel(self.two, 'mutation', 'debug', Path('/m'), v)
         self.assertEqual((k.tree, k.overlay, k.series, k.flavour),
                          ('variant-elsewhere', None, v.series, 'debug'))
 
+    def test_work_tree_only_for_kernel_exercises(self):
+        ex = self.kit / 'labs/02-second/exercises'
+        (ex / 'kernel').mkdir(parents=True)
+        k = kernels.which_kernel(self.two, 'work', exercises=ex)
+        self.assertEqual((k.tree, k.overlay), ('work', ex))
+        self.assertEqual(k.out, self.kit / 'build/labs/02-second/trees/work/out/default')
+        one = kernels.which_kernel(self.one, 'work', exercises=self.kit / 'labs/01-first/exercises')
+        self.assertEqual((one.tree, one.overlay), (None, None))
+        # The solution itself is never an overlay: it is the lab's own tree.
+        sol = kernels.which_kernel(self.two, 'work', exercises=self.two.solution)
+        self.assertEqual((sol.tree, sol.overlay), (None, None))
+
     def test_environment_is_the_records_not_the_callers(self):
         with mock.patch.dict(os.environ, {'KIT_TREE': 'work', 'KIT_SERIES': '/x', 'FLAVOUR': 'debug',
-                                          'KIT_KERNEL_SRC': '/y'}):
-            env = vm.solution_kernel(self.two).env()
+                                          'KIT_KERNEL_SRC': '/y', 'LIVE_DIR': '/z', 'APPEND': 'a=b'}):
+            env = kernels.which_kernel(self.two, 'solution').env()
             self.assertEqual(env['FLAVOUR'], 'default')
             for name in ('KIT_TREE', 'KIT_SERIES', 'KIT_KERNEL_SRC'):
                 self.assertNotIn(name, env)
-            env = vm.Boot(vm.skeleton_kernel(self.two, Path('/s')), 'test', Path('/s'), 'skeleton',
-                          Path('/l'), append='lab.selftests=0', tests_lab=self.one).env()
+            skel = self.kit / 'skel'
+            (skel / 'kernel').mkdir(parents=True)
+            env = vm.Boot(kernels.which_kernel(self.two, 'skeleton', exercises=skel), 'test', skel,
+                          'skeleton', Path('/l'), append='lab.selftests=0', tests_lab=self.one).env()
             self.assertEqual((env['KIT_TREE'], env['KIT_KERNEL_SRC'], env['APPEND'], env['TESTS_LAB']),
-                             ('skeleton', '/s', 'lab.selftests=0', '01-first'))
+                             ('skeleton', str(skel), 'lab.selftests=0', '01-first'))
+            self.assertNotIn('LIVE_DIR', env)
+
+    def test_flavour_boot_settings_yield_to_the_users(self):
+        write(self.two.dir / 'flavours/slow.config', '# boot: MEM=1G TIMEOUT=900\n# append: x=1\n')
+        boot = vm.Boot(kernels.which_kernel(self.two, 'solution', 'slow'), 'test', self.two.solution,
+                       'solution', append='lab.tests=t')
+        with mock.patch.dict(os.environ, {'MEM': '2G'}):
+            env = boot.env()
+        self.assertEqual((env['MEM'], env['TIMEOUT'], env['APPEND']), ('2G', '900', 'lab.tests=t x=1'))
+
+    def test_unknown_flavour(self):
+        with self.assertRaisesRegex(labs.LabError, "no kernel flavour 'nope'"):
+            kernels.Kernel(self.two, 'nope').flavour_config()
+
+    def test_run_limit(self):
+        self.assertEqual(vm.run_limit(self.two), None)
+        with mock.patch.object(vm, 'RUN_SECONDS', self.kit / 'rs'):
+            (self.kit / 'rs').write_text('02-second 10\n')
+            self.assertEqual(vm.run_limit(self.two), (10, 120))
+
+
+class QemuCommand(unittest.TestCase):
+    def qemu(self, mode='test', env=None, **fields):
+        return qemu.Qemu.from_env(mode, '/k/bzImage', '/k/initrd.cpio', '/b/x.log', env or {}, **fields)
+
+    def append_of(self, args):
+        return args[args.index('-append') + 1]
+
+    def test_test_mode_kernel_console_on_the_second_port(self):
+        args = self.qemu(append='lab.tests=t').command('tcg')
+        self.assertIn('console=ttyS1 loglevel=8', self.append_of(args))
+        self.assertIn('file,id=kernel-log,path=/b/x.log.ttyS1', args)
+        self.assertTrue(self.append_of(args).endswith('lab.mode=test lab.tests=t'))
+        self.assertIn('watchdog_thresh=5', self.append_of(args))
+        self.assertEqual(args[args.index('-accel') + 1], 'tcg')
+
+    def test_shell_keeps_warnings_on_the_terminal(self):
+        args = self.qemu('shell', live_dir='/live').command('kvm')
+        self.assertIn('console=ttyS0 loglevel=4', self.append_of(args))
+        self.assertIn('file,id=kernel-log,path=/b/x.log', args)
+        self.assertIn('local,id=lablive,path=/live,security_model=none,readonly=on', args)
+        self.assertEqual(args[args.index('-cpu') + 1], 'host')
+
+    def test_debugger_on_loopback_without_detectors(self):
+        q = self.qemu(env={'GDB': '1', 'WAIT': '1', 'GDB_PORT': '2345', 'MEM': '1G', 'SMP': '1'})
+        args = q.command('tcg')
+        self.assertEqual(args[args.index('-gdb') + 1], 'tcp:127.0.0.1:2345')
+        self.assertIn('-S', args)
+        self.assertNotIn('watchdog_thresh', self.append_of(args))
+        self.assertEqual((args[args.index('-m') + 1], args[args.index('-smp') + 1]), ('1G', '1'))
+
+    def test_user_settings(self):
+        q = self.qemu(env={'ACCEL': 'kvm', 'TIMEOUT': '30', 'BOOT_TIMEOUT': '5'})
+        self.assertEqual((q.accel, q.timeout, q.boot_timeout, q.gdb), ('kvm', 30.0, 5.0, False))
+        with self.assertRaisesRegex(labs.LabError, "ACCEL must be kvm or tcg, not 'xen'"):
+            q.command('xen')
+
+    def test_cached_accelerator(self):
+        with tempfile.TemporaryDirectory() as d, mock.patch.dict(os.environ, {'BUILD': d}):
+            Path(d, 'accel').write_text('tcg\n')
+            self.assertEqual(qemu.choose_accel('/k', '/i'), 'tcg')
+
+
+class GdbResults(unittest.TestCase):
+    GDB = ('CHECK ok: stopped in pidfs_alloc_file\nCHECK FAIL: i_private is NULL\n'
+           'GDB-STOPPED pidfs_alloc_file ffffffff81234560\nGDB-VMLINUX /k/vmlinux\n')
+    CONSOLE = ('KERNEL-TRUTH version Linux version 6.1.0 #3 SMP\r\n'
+               'KERNEL-TRUTH symbol pidfs_alloc_file ffffffff81234560 T\n')
+
+    def results(self, gdb=GDB, console=CONSOLE, rc=0, banner='Linux version 6.1.0 #3 SMP'):
+        return vm.gdb_results('x.gdb', gdb, console, rc, 'c.log', 'g.log', lambda _: [banner])
+
+    def test_running_kernel(self):
+        self.assertEqual([ok for ok, _ in self.results()], [True, False, True, True, True])
+
+    def test_other_vmlinux_and_other_address(self):
+        got = self.results(banner='Linux version 6.1.0 #2 SMP',
+                           console=self.CONSOLE.replace('81234560 T', '81234570 T'))
+        self.assertEqual([ok for ok, _ in got], [True, False, False, False, True])
+        self.assertIn('which is not the running kernel', got[2][1])
+
+    def test_no_check_line_and_a_guest_that_did_not_end(self):
+        got = self.results(gdb='', rc=2)
+        self.assertEqual(got, [(False, 'gdb x.gdb: printed no CHECK line (breakpoint never hit? see g.log)'),
+                               (False, 'gdb x.gdb: the guest ended with status 2 (see c.log)')])
 
 
 class Results(unittest.TestCase):

@@ -33,7 +33,8 @@ from pathlib import Path
 
 from .labs import KIT, LabError, build_dir, resolve
 from .results import Results, tap_summary
-from .vm import Boot, gdb_check, mutant_kernel, skeleton_kernel, solution_kernel, variant_kernel
+from .kernels import which_kernel
+from .vm import Boot, gdb_check
 
 PY = sys.executable
 EXERCISES = KIT / 'vm' / 'build' / 'exercises.py'
@@ -60,7 +61,7 @@ class LabSuite:
         # the debug flavour (KASAN, lockdep...), everything else on the
         # default one.
         self.main = 'debug' if debug else 'default'
-        self.quiet = quiet or '1'
+        self.quiet = (quiet or '1') == '1'
         self.res = lab.build / 'results'
         self.fresh = lab.build / 'transcripts'
         # What an attendee sees of each mutation's kernel report, for the
@@ -82,7 +83,7 @@ class LabSuite:
         self.fresh.mkdir(parents=True)
 
         say(f'=== {lab.name}: reference solution (kernel flavour {self.main})')
-        kernel = solution_kernel(lab, self.main)
+        kernel = which_kernel(lab, 'solution', self.main)
         build_log = self.res / 'build.log'
         if not self.build_kernel(kernel, build_log):
             # Every later step needs this kernel: one clear verdict, not a
@@ -126,8 +127,7 @@ class LabSuite:
         say(f'=== {lab.name}: skeleton (every lab test must fail)')
         shutil.rmtree(self.skeleton, ignore_errors=True)
         run(PY, EXERCISES, 'skel', lab.solution, self.skeleton, lab.src())
-        kernel = skeleton_kernel(lab, self.skeleton) if (self.skeleton / 'kernel').is_dir() \
-            else solution_kernel(lab)
+        kernel = which_kernel(lab, 'skeleton', exercises=self.skeleton)
         # The verdict reads only the lab's tests, which run first: the pidfd
         # selftests after them would change nothing.
         log = self.res / 'skeleton.log'
@@ -141,26 +141,27 @@ class LabSuite:
             return
         say(f'=== {lab.name}: the VM shell on a terminal (skeleton)')
         Boot(kernel, 'shell-check', self.skeleton, 'skeleton', self.add('shell.tap'),
-             quiet=os.environ.get('QUIET', '0'), reuse_initrd=True).run()
+             quiet=os.environ.get('QUIET', '0') == '1', reuse_initrd=True).run()
         # The instructor's `make lab GDB=1` + `make gdb` on such a tree: gdb
         # must load that tree's vmlinux, not the lab's reference one.
         say(f'=== {lab.name}: make gdb on the skeleton\'s running kernel')
-        gdb_check(lab, KIT / 'vm' / 'gdb' / 'running-kernel.gdb', self.add('gdb-running-kernel.tap'),
-                  self.skeleton, 'skeleton', reuse_initrd=True)
+        self.gdb(Boot(kernel, 'run', self.skeleton, 'skeleton', reuse_initrd=True),
+                 KIT / 'vm' / 'gdb' / 'running-kernel.gdb', 'gdb-running-kernel.tap')
 
     def flavour_check(self, flavour):
         lab = self.lab
         tests = resolve(flavour.headers.get('tests') or lab.name)
         say(f'=== {lab.name}: kernel flavour {flavour.name} with the tests of {tests.name}')
         log = self.add(f'flavour-{flavour.name}.log')
-        Boot(solution_kernel(lab, flavour.name), 'test', tests.solution, f'flavour-{flavour.name}',
+        Boot(which_kernel(lab, 'solution', flavour.name), 'test', tests.solution, f'flavour-{flavour.name}',
              log, tests_lab=tests).run()
 
     def variant_check(self, variant):
         lab = self.lab
         say(f'=== {lab.name}: kernel variant {variant.name} ({variant.append})')
         log = self.add(f'variant-{variant.name}.log')
-        Boot(variant_kernel(lab, variant, self.main), 'test', lab.solution, f'variant-{variant.name}',
+        Boot(which_kernel(lab, 'variant', self.main, variant=variant), 'test', lab.solution,
+             f'variant-{variant.name}',
              log, append=variant.append).run()
         run(PY, TRANSCRIPTS, 'extract-as', log, self.fresh, f'variant-{variant.name}-')
 
@@ -169,8 +170,13 @@ class LabSuite:
         name = script.stem
         say(f'=== {lab.name}: gdb script {name}.gdb')
         # The solution run's initramfs, when it was built for this kernel.
-        gdb_check(lab, script, self.add(f'gdb-{name}.tap'), reuse_initrd=self.main == 'default')
+        self.gdb(Boot(which_kernel(lab, 'solution'), 'run', lab.solution, 'solution',
+                      reuse_initrd=self.main == 'default'), script, f'gdb-{name}.tap')
         run(PY, TRANSCRIPTS, 'gdb', self.res / f'gdb-{name}.gdb.log', self.fresh / f'gdb-{name}.txt')
+
+    def gdb(self, boot, script, name):
+        tap = self.res / name
+        self.results.write_tap(f'{self.lab.name}/{name}', tap, gdb_check(boot, script, tap))
 
     def tree_check(self):
         # Trees share the files they have in common as hard links, with each
@@ -255,7 +261,7 @@ class Mutation:
         log = self.res / f'mutant-{v.name}.console.log'
         tap = self.results.add(f'{lab.name}/mutant-{v.name}.tap', self.res / f'mutant-{v.name}.tap')
         transcript = self.reports / f'report-{v.name}.txt'
-        kernel = mutant_kernel(lab, v, None, self.flavour)
+        kernel = which_kernel(lab, 'mutation', self.flavour, variant=v)
         if kernel.tree == 'skeleton':
             src = self.sources()
             kernel = replace(kernel, overlay=src)

@@ -1,141 +1,274 @@
-"""Which kernel a run uses, its build, and a boot.
+"""One boot of a lab's kernel: its initramfs, its record, QEMU.
 
-The stages below this one are still scripts (vm/build/lab-tree.sh,
-lab-kernel.sh, vm/boot/lab-vm.sh, qemu.sh): this module is the one place
-that calls them, with a Kernel and a Boot record turned into their
-arguments and the environment variables they read.
+Boot.run() builds the kernel (kernels.py), an initramfs made from an
+exercise folder's programs (vm/build/initramfs.sh), writes the record a
+kernel report needs to be decoded (make report reads the last one), then
+runs QEMU (qemu.py) in one of its modes:
+
+  test         the tests, then power off; the verdict is the exit status
+  run          a program named on the kernel command line (gdb checks)
+  probe        boot to userspace and power off (make bench)
+  shell        the attendee's shell on this terminal (make lab)
+  shell-check  that shell driven by vm/check/shell-check.py (make test)
+
+Boot.env() is the one place that sets what initramfs.sh and
+shell-check.py read; the user's own settings (ACCEL, MEM, SMP, GDB,
+WAIT, GDB_PORT, TIMEOUT, BOOT_TIMEOUT) pass through.
 """
 import os
+import shutil
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from .labs import KIT, Lab
+from .kernels import KIT, Kernel, which_kernel  # noqa: F401  (which_kernel: for callers)
+from .labs import Lab, LabError, headers
+from .qemu import Qemu, port_listening
 
 SCRIPTS = KIT / 'vm'
+# Set by Boot.env() only, never taken from the caller's environment.
+BOOT_VARS = ('QUIET', 'APPEND', 'TESTS_LAB', 'LIVE_DIR', 'LAB_NAME')
+RUN_SECONDS = KIT / 'vm' / 'config' / 'run-seconds'
 
 
-@dataclass(frozen=True)
-class Kernel:
-    """A lab's kernel: built in the lab's own tree (tree None: the lab's
-    cumulative series) or in trees/TREE, from another series (a variant)
-    or with an exercise folder's kernel/ files laid over it (overlay)."""
-    lab: Lab
-    flavour: str = 'default'
-    tree: Optional[str] = None
-    series: Optional[Path] = None
-    overlay: Optional[Path] = None
-
-    @property
-    def out(self):
-        return self.lab.out(self.flavour, self.tree)
-
-    @property
-    def bzimage(self):
-        return self.out / 'arch' / 'x86' / 'boot' / 'bzImage'
-
-    @property
-    def vmlinux(self):
-        return self.out / 'vmlinux'
-
-    def env(self):
-        """What lab-tree.sh and lab-kernel.sh read of this kernel."""
-        env = {k: v for k, v in os.environ.items()
-               if k not in ('KIT_TREE', 'KIT_SERIES', 'KIT_KERNEL_SRC', 'FLAVOUR')}
-        env['FLAVOUR'] = self.flavour
-        if self.tree:
-            env['KIT_TREE'] = self.tree
-        if self.series:
-            env['KIT_SERIES'] = str(self.series)
-        if self.overlay:
-            env['KIT_KERNEL_SRC'] = str(self.overlay)
-        return env
-
-    def build(self, log):
-        """Prepare the tree and build the kernel, printing as it goes and
-        keeping a copy in log; whether it built."""
-        log.parent.mkdir(parents=True, exist_ok=True)
-        with open(log, 'w') as f:
-            for cmd in ([SCRIPTS / 'build' / 'lab-tree.sh', self.lab.name],
-                        [SCRIPTS / 'build' / 'lab-kernel.sh', self.lab.name, self.flavour]):
-                p = subprocess.Popen([str(c) for c in cmd], env=self.env(), stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT, text=True, errors='replace')
-                for line in p.stdout:
-                    sys.stdout.write(line)
-                    sys.stdout.flush()
-                    f.write(line)
-                if p.wait() != 0:
-                    return False
-        return True
+def note(tag, text):
+    print(f'  {tag:<8} {text}', flush=True)
 
 
-def solution_kernel(lab, flavour='default'):
-    return Kernel(lab, flavour)
-
-
-def skeleton_kernel(lab, skeleton, flavour='default'):
-    """The generated skeleton's kernel files over the lab's series, in a
-    tree of its own: what an attendee boots before the first edit."""
-    return Kernel(lab, flavour, 'skeleton', overlay=skeleton)
-
-
-def variant_kernel(lab, variant, flavour='default'):
-    """The lab's series replaced by the variant's, in a tree of its own."""
-    return Kernel(lab, flavour, 'variant-' + variant.name, series=variant.series)
-
-
-def mutant_kernel(lab, variant, sources, flavour='default'):
-    """A mutation that changes kernel exercise files only is laid over the
-    skeleton's tree (an incremental build); one that changes other files
-    of the kernel is a variant tree of its own."""
-    exercise_files = set(lab.kernel_exercise_files())
-    if any(f not in exercise_files for f in variant.changed_files()):
-        return variant_kernel(lab, variant, flavour)
-    return Kernel(lab, flavour, 'skeleton', overlay=sources)
+def run_limit(lab):
+    """(measured, limit): a test run's time limit is four times the lab's
+    reference solution run (vm/config/run-seconds), at least 120 s: a
+    crash whose tests hang ends in minutes, a slow day still passes.
+    None when the lab was never measured."""
+    for line in RUN_SECONDS.read_text().splitlines():
+        fields = line.split()
+        if len(fields) == 2 and fields[0] == lab.name:
+            return int(fields[1]), max(4 * int(fields[1]), 120)
+    return None
 
 
 @dataclass
 class Boot:
-    """One boot of a kernel with an initramfs made from an exercise
-    folder's programs (tag names it), in a mode of vm/boot/qemu.sh:
-    test (the tests, then power off), run, shell, or shell-check (the
-    shell driven by vm/check/shell-check.py; log is its TAP file)."""
     kernel: Kernel
     mode: str
     exercises: Path
     tag: str
-    log: Path
-    append: Optional[str] = None
-    quiet: str = '1'
+    log: Optional[Path] = None
+    append: str = ''
+    quiet: bool = True
     reuse_initrd: bool = False
     tests_lab: Optional[Lab] = None
+    # Extra settings for this boot only (gdb checks: GDB=1 WAIT=1...).
+    settings: Optional[dict] = None
+
+    @property
+    def lab(self):
+        return self.kernel.lab
+
+    @property
+    def initrd(self):
+        return self.lab.build / f'initramfs-{self.tag}.cpio'
+
+    def log_path(self):
+        return Path(self.log) if self.log else self.lab.build / f'{self.tag}.log'
 
     def env(self):
-        env = self.kernel.env()
-        env['QUIET'] = self.quiet
-        env['REUSE_INITRD'] = '1' if self.reuse_initrd else '0'
-        if self.append is not None:
-            env['APPEND'] = self.append
+        env = {k: v for k, v in self.kernel.env().items() if k not in BOOT_VARS}
+        env.update(self.settings or {})
+        env['QUIET'] = '1' if self.quiet else '0'
+        append = self.append
+        # The flavour's config file says what else its VM needs: "# boot:"
+        # settings (one the user set wins) and "# append:" kernel arguments.
+        conf = self.kernel.flavour_config()
+        if conf:
+            h = headers(conf)
+            for setting in h.get('boot', '').split():
+                name, _, value = setting.partition('=')
+                if not env.get(name):
+                    env[name] = value
+            append = f'{append} {h.get("append", "")}'.strip()
+        env['APPEND'] = append
         if self.tests_lab:
             env['TESTS_LAB'] = self.tests_lab.name
+        env['LAB_NAME'] = f'{self.lab.name} ({self.kernel.flavour} kernel)'
+        if self.mode == 'shell':
+            env['LIVE_DIR'] = str(self.lab.build / 'live')
         return env
 
     def run(self, **popen):
-        """The guest's verdict: 0 when every test passed."""
-        cmd = [str(SCRIPTS / 'boot' / 'lab-vm.sh'), self.kernel.lab.name, self.mode,
-               str(self.exercises), self.tag, str(self.log)]
-        return subprocess.run(cmd, env=self.env(), **popen).returncode
+        """Build what the boot needs and boot; QEMU's exit status (in test
+        mode the guest's verdict: 0 every test passed, 1 one failed, 2 no
+        verdict), or 1 when the kernel or the programs did not build."""
+        env = self.env()
+        out = popen.get('stdout')
+
+        def say(tag, text):
+            line = f'  {tag:<8} {text}\n'
+            (out.write(line) if out else (sys.stdout.write(line), sys.stdout.flush()))
+        # A test run's time limit, unless the user, the caller or the
+        # flavour's "# boot:" line set one.
+        limit = run_limit(self.lab) if self.mode == 'test' and not env.get('TIMEOUT') else None
+        if limit:
+            env['TIMEOUT'] = str(limit[1])
+            say('LIMIT', f"{limit[1]} s: four times the reference solution's {limit[0]} s "
+                '(TIMEOUT=seconds to change)')
+        for cmd in ([SCRIPTS / 'build' / 'lab-tree.sh', self.lab.name],
+                    [SCRIPTS / 'build' / 'lab-kernel.sh', self.lab.name, self.kernel.flavour]):
+            if subprocess.run([str(c) for c in cmd], env=env, **popen).returncode != 0:
+                return 1
+        exercises = Path(self.exercises).resolve()
+        if self.reuse_initrd and self.initrd.is_file():
+            say('INITRD', f'{os.path.relpath(self.initrd, KIT)} (built by the run before)')
+        elif subprocess.run([str(SCRIPTS / 'build' / 'initramfs.sh'), self.lab.name, str(exercises),
+                             str(self.initrd)], env=env, **popen).returncode != 0:
+            return 1
+        log = self.log_path()
+        log.parent.mkdir(parents=True, exist_ok=True)
+        # What a kernel report in this boot's log needs to be decoded: the
+        # vmlinux, its tree, the exercise files laid over it.
+        record = [sys.executable, str(SCRIPTS / 'check' / 'kreport.py'), 'record', f'{log}.json', str(log),
+                  str(self.kernel.vmlinux), str(self.kernel.src)]
+        if self.kernel.overlay:
+            record.append(str(self.kernel.overlay))
+        subprocess.run(record, check=True)
+        shutil.copy(f'{log}.json', self.lab.build / 'last-boot.json')
+        if self.mode == 'shell-check':
+            return subprocess.run([sys.executable, str(SCRIPTS / 'check' / 'shell-check.py'), self.lab.name,
+                                   str(self.kernel.bzimage), str(self.initrd), str(exercises), str(log)],
+                                  env=env, **popen).returncode
+        if self.mode == 'shell':
+            # It starts empty: the VM runs what its initramfs holds until
+            # the next make programs.
+            live = Path(env['LIVE_DIR'])
+            shutil.rmtree(live, ignore_errors=True)
+            live.mkdir(parents=True)
+            print(f'Rebuild your programs into this VM from another terminal: make programs '
+                  f'LAB={self.lab.number}', file=sys.stderr)
+        return self.qemu(env, log).run(**popen)
+
+    def qemu(self, env, log):
+        return Qemu.from_env(self.mode, self.kernel.bzimage, self.initrd, log, env, append=env['APPEND'],
+                             name=env['LAB_NAME'], live_dir=env.get('LIVE_DIR'), quiet=self.quiet)
 
 
-def gdb_check(lab, script, tap, exercises=None, tag=None, flavour='default', reuse_initrd=False):
-    """An instructor gdb script in batch mode against a VM started halted
-    (vm/check/gdb-check.sh); its CHECK lines become the TAP file tap."""
-    env = {k: v for k, v in os.environ.items() if k not in ('GDB_EXERCISES', 'GDB_TAG')}
-    env.update(FLAVOUR=flavour, REUSE_INITRD='1' if reuse_initrd else '0')
-    if exercises:
-        # lab-vm.sh builds those exercises in trees/TAG.
-        env.update(GDB_EXERCISES=str(exercises), GDB_TAG=tag)
-    return subprocess.run([str(SCRIPTS / 'check' / 'gdb-check.sh'), lab.name, str(script), str(tap)],
-                          env=env).returncode
+def free_port():
+    import random
+    for _ in range(20):
+        port = random.randint(20000, 40000)
+        if not port_listening(port):
+            return port
+    return port
+
+
+def gdb_check(boot, script, tap_path, gdb_port=None):
+    """An instructor gdb script in batch mode against boot's VM, started
+    halted (WAIT=1) with its stub on a free loopback port, so that no
+    breakpoint can be missed; its "CHECK ok|FAIL: ..." lines become
+    [(ok, text)] for a TAP file.
+
+    When gdb prints "GDB-VMLINUX <file>" and "GDB-STOPPED <symbol> <pc>"
+    and the guest "KERNEL-TRUTH version ..." and "KERNEL-TRUTH symbol
+    <symbol> <address>" (vm/gdb/running-kernel.gdb, vm/guest/kernel-truth),
+    two more: the vmlinux gdb loaded is the running kernel's, and gdb
+    stopped where the running kernel has the symbol."""
+    import re
+    import time
+    name = Path(script).name
+    guest = headers(script).get('guest')
+    if not guest:
+        raise LabError(f"{script} has no '# guest: CMD' line")
+    stem = str(tap_path)[:-len('.tap')] if str(tap_path).endswith('.tap') else str(tap_path)
+    log, gdblog = Path(stem + '.console.log'), Path(stem + '.gdb.log')
+    port = int(gdb_port or os.environ.get('GDB_PORT') or free_port())
+    boot.mode, boot.log, boot.quiet = 'run', log, True
+    boot.append = f'lab.run={guest}'
+    boot.settings = {'GDB': '1', 'WAIT': '1', 'GDB_PORT': str(port), 'TIMEOUT': '600'}
+    sys.stdout.flush()
+    pid = os.fork()
+    if pid == 0:
+        # A group of its own: the VM (console.py, QEMU) is stopped with it.
+        os.setpgid(0, 0)
+        rc = 1
+        try:
+            rc = boot.run()
+        finally:
+            os._exit(rc)
+
+    def vm_status(wait_s):
+        end = time.monotonic() + wait_s
+        while True:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                return os.waitstatus_to_exitcode(status)
+            if time.monotonic() >= end:
+                return None
+            time.sleep(0.5)
+
+    vm_rc = None
+    end = time.monotonic() + 300
+    while time.monotonic() < end and not port_listening(port):
+        vm_rc = vm_status(0)
+        if vm_rc is not None:
+            break
+        time.sleep(0.5)
+    env = dict(os.environ, GDB_PORT=str(port))
+    with open(gdblog, 'w') as f:
+        subprocess.run(['timeout', '600', str(SCRIPTS / 'boot' / 'gdb.sh'), boot.lab.name, '-batch', '-x',
+                        str(script)], env=env, stdout=f, stderr=subprocess.STDOUT)
+    text = gdblog.read_text(errors='replace')
+    sys.stdout.write(text)
+    # After detach the guest runs to its end on its own; do not wait forever.
+    if vm_rc is None:
+        vm_rc = vm_status(120)
+    if vm_rc is None:
+        os.killpg(pid, signal.SIGTERM)
+        _, status = os.waitpid(pid, 0)
+        vm_rc = os.waitstatus_to_exitcode(status)
+
+    console = log.read_text(errors='replace') if log.is_file() else ''
+    return gdb_results(name, text, console, vm_rc, log, gdblog)
+
+
+def strings_of(path):
+    """The printable strings of a binary, as strings(1) finds them."""
+    return subprocess.run(['strings', '-a', path], capture_output=True, text=True,
+                          errors='replace').stdout.splitlines()
+
+
+def gdb_results(name, gdb_text, console, vm_rc, log, gdblog, strings=strings_of):
+    """[(ok, text)] of one gdb script's run: its CHECK lines, the two
+    checks of the running kernel's truth, and the guest's exit."""
+    import re
+    results = []
+    checks = re.findall(r'^CHECK (ok|FAIL): *(.*)$', gdb_text, re.M)
+    for verdict, what in checks:
+        results.append((verdict == 'ok', f'gdb {name}: {what}'))
+    if not checks:
+        results.append((False, f'gdb {name}: printed no CHECK line (breakpoint never hit? see {gdblog})'))
+    m = re.search(r'^GDB-VMLINUX (.*)$', gdb_text, re.M)
+    if m:
+        vmlinux = m.group(1).strip()
+        # The banner has the build's number and time: one per build.
+        truth = re.search(r'^KERNEL-TRUTH version (.*?)\r?$', console, re.M)
+        truth = truth.group(1) if truth else ''
+        if truth and truth in strings(vmlinux):
+            results.append((True, f"gdb {name}: the vmlinux gdb loaded is the running kernel's ({vmlinux})"))
+        else:
+            results.append((False, f"gdb {name}: gdb loaded {vmlinux}, which is not the running kernel: "
+                                   f"'{truth or '?'}'"))
+        stopped = re.search(r'^GDB-STOPPED (\S+) (\S+)', gdb_text, re.M)
+        sym, pc = stopped.groups() if stopped else ('?', '')
+        addr = re.search(rf'^KERNEL-TRUTH symbol {re.escape(sym)} ([0-9a-f]+)', console, re.M)
+        if addr and pc and int(pc, 16) == int(addr.group(1), 16):
+            results.append((True, f'gdb {name}: it stopped at {sym} where the running kernel has it (0x{pc})'))
+        else:
+            results.append((False, f'gdb {name}: it stopped at 0x{pc or "?"} for {sym}; the running kernel '
+                                   f'has {sym} at 0x{addr.group(1) if addr else "?"}'))
+    if vm_rc == 0:
+        results.append((True, f'gdb {name}: the guest ran on to a clean exit after detach'))
+    else:
+        results.append((False, f'gdb {name}: the guest ended with status {vm_rc} (see {log})'))
+    return results

@@ -133,7 +133,7 @@ hold_lock() {
 }
 
 # Field $2 of the run record of the VM whose gdb stub is on port $1
-# (vm/boot/qemu.sh writes $BUILD/run/gdb-PORT while that VM runs): lab,
+# (kit/qemu.py writes $BUILD/run/gdb-PORT while that VM runs): lab,
 # bzImage, vmlinux, initrd, pid. Empty, status 1, when no VM runs there.
 run_record() {
 	local record=$BUILD/run/gdb-$1 pid

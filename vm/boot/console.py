@@ -18,7 +18,7 @@ It stops the VM early, instead of waiting out TIMEOUT:
     the report; not with STOP_STUCK 0 (a debugger that holds a CPU makes
     the others report a stall, and that is no bug).
 
-Exit status, as vm/boot/qemu.sh documents it: 0 the guest passed, 1 it
+Exit status, as kit/qemu.py documents it: 0 the guest passed, 1 it
 failed, 2 no verdict (a hang, a panic, a crash, a timeout), with the
 reason on stderr.
 """
@@ -73,7 +73,7 @@ def stop_vm(qemu):
 
 def say_stopped(log, why, hint, lines):
     err = sys.stderr
-    print(f'qemu.sh: {why}', file=err)
+    print(f"vm: {why}", file=err)
     # A kernel report is shown decoded next (tap-summary.py): its raw
     # tail here would only push it off the screen.
     if any(kreport.kernel_line(line) is not None and kreport.find([line]) for line in lines):

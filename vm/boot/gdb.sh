@@ -10,7 +10,7 @@ lab=$(resolve_lab "${1:?usage: gdb.sh LAB [GDB ARGS...]}")
 shift
 out=$(lab_out "$lab")
 port=${GDB_PORT:-1234}
-# The VM on this port says which kernel it booted (vm/boot/qemu.sh's run
+# The VM on this port says which kernel it booted (kit/qemu.py's run
 # record): `make lab` may run a tree of its own (your kernel exercises),
 # whose symbols are not where the lab's reference kernel has them.
 if vmlinux=$(run_record "$port" vmlinux); then

@@ -3,7 +3,7 @@
 
   shell-check.py LAB BZIMAGE INITRD EXERCISE_DIR TAP
 
-Boots the VM with vm/boot/qemu.sh in shell mode on a pseudo-terminal (what
+Boots the VM (python3 -m kit qemu) in shell mode on a pseudo-terminal (what
 `make lab` does on a real one), types at its prompt and writes what it saw
 as TAP:
 
@@ -41,14 +41,16 @@ MARK = 'edited-in-place'
 
 class Vm:
     def __init__(self, kernel, initrd, live):
-        env = dict(os.environ, LIVE_DIR=live, LAB_NAME='shell check',
-                   APPEND=(os.environ.get('APPEND', '') + ' lab.selftests=0').strip())
+        env = dict(os.environ)
         env.pop('GDB', None)
         env.pop('WAIT', None)
+        append = (os.environ.get('APPEND', '') + ' lab.selftests=0').strip()
+        log = os.path.join(os.environ.get('BUILD') or os.path.join(KIT, 'build'), 'vm-shell.log')
         self.pid, self.fd = pty.fork()
         if self.pid == 0:
-            os.execve(os.path.join(KIT, 'vm', 'boot', 'qemu.sh'),
-                      ['qemu.sh', 'shell', kernel, initrd], env)
+            os.chdir(KIT)
+            os.execve(sys.executable, [sys.executable, '-m', 'kit', 'qemu', 'shell', kernel, initrd, log,
+                                       '--append', append, '--name', 'shell check', '--live', live], env)
         self.out = b''
         self.transcript = b''
 
@@ -103,7 +105,7 @@ class Vm:
         return False
 
     def kill(self):
-        # qemu.sh and its QEMU: the session pty.fork() made.
+        # The VM runner and its QEMU: the session pty.fork() made.
         try:
             os.killpg(self.pid, signal.SIGTERM)
             os.waitpid(self.pid, 0)

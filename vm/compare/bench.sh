@@ -60,7 +60,7 @@ secs() { local s=$SECONDS; "$@" >/dev/null 2>&1 || die "'$*' failed"; echo $((SE
 kernel=$(lab_out "$first")/arch/x86/boot/bzImage
 initrd=$BUILD/bench-initramfs.cpio
 "$KIT/vm/build/initramfs.sh" "$first" "$(lab_dir "$first")/solution" "$initrd" >/dev/null
-accel=${ACCEL:-$("$KIT/vm/boot/accel.sh" "$kernel" "$initrd")}
+accel=${ACCEL:-$(cd "$KIT" && python3 -m kit accel "$kernel" "$initrd")}
 
 echo "pidfs workshop kit benchmarks ($(nproc) cores, accelerator $accel, $(date -u +%F))"
 
@@ -118,11 +118,11 @@ goals() {
 		run() { "$@" >>"$log" 2>&1 || die "'$*' failed: see $log"; }
 		s=$SECONDS
 		run python3 vm/build/exercises.py sync "labs/$first" "build/labs/$first/exercise-state" "build/labs/$first/src"
-		run vm/boot/lab-vm.sh "$first" probe "labs/$first/exercises" work
+		run python3 -m kit boot "$first" probe "labs/$first/exercises" work
 		goal "first make lab ${first%%-*}: extract, build, boot" $((SECONDS - s)) 240 "empty ccache, $(nproc) jobs"
 		scaling "$clone/build/labs/$first/src" "$clone/build/labs/$first/out/default"
 		s=$SECONDS
-		run vm/build/ahead.sh
+		run python3 -m kit ahead
 		t=$((SECONDS - s))
 		goal "make ahead: every other lab's kernels" "$t" 600 "trees started from the lab before"
 		# Other machines, from the harness part's measured job scaling.
@@ -138,17 +138,17 @@ goals() {
 		second=$(all_labs | sed -n 2p)
 		s=$SECONDS
 		run python3 vm/build/exercises.py sync "labs/$second" "build/labs/$second/exercise-state" "build/labs/$second/src"
-		run vm/boot/lab-vm.sh "$second" probe "labs/$second/exercises" work
+		run python3 -m kit boot "$second" probe "labs/$second/exercises" work
 		goal "lab switch ${first%%-*} -> ${second%%-*} after make ahead" $((SECONDS - s)) 15 "to the VM's userspace"
 		f=$(cd "labs/$last/exercises" && find kernel -name '*.c' | sort | sed -n 1p)
 		echo "/* an attendee's edit */" >>"labs/$last/exercises/$f"
-		run vm/boot/lab-vm.sh "$last" probe "labs/$last/exercises" work
+		run python3 -m kit boot "$last" probe "labs/$last/exercises" work
 		s=$SECONDS
 		echo "/* and another */" >>"labs/$last/exercises/$f"
-		run vm/boot/lab-vm.sh "$last" probe "labs/$last/exercises" work
+		run python3 -m kit boot "$last" probe "labs/$last/exercises" work
 		goal "edit $f, to the VM again" $((SECONDS - s)) 20 "make lab LAB=${last%%-*}'s kernel rebuilt"
 		s=$SECONDS
-		QUIET=1 KIT_TREE=work vm/boot/lab-vm.sh "$last" test "labs/$last/exercises" check \
+		QUIET=1 python3 -m kit boot "$last" test "labs/$last/exercises" check \
 			"$outdir/goals-check.console.log" >"$outdir/goals-check.log" 2>&1 || true
 		t=$((SECONDS - s))
 		if grep -q "KERNEL .* is up to date" "$outdir/goals-check.log"; then
@@ -186,7 +186,7 @@ harness() {
 	boots=()
 	for _ in 1 2 3 4 5; do
 		s=$(date +%s%N)
-		QUIET=1 "$KIT/vm/boot/qemu.sh" probe "$kernel" "$initrd" "$BUILD/bench-boot.log" >/dev/null
+		(cd "$KIT" && python3 -m kit qemu probe "$kernel" "$initrd" "$BUILD/bench-boot.log" --quiet) >/dev/null
 		boots+=($((($(date +%s%N) - s) / 1000000)))
 	done
 	median=$(printf '%s\n' "${boots[@]}" | sort -n | sed -n 3p)
@@ -209,8 +209,8 @@ micro() {
 		for k in anon port upstream; do
 			[ "$k" = port ] && [ "$last" = "$first" ] && continue
 			log=$outdir/micro-$k-$r.log
-			APPEND="lab.run=/lab/bin/ref-run ref.do=bench selinux=0 lab.selinux=off" QUIET=1 \
-				"$KIT/vm/boot/qemu.sh" run "${kern[$k]}" "$outdir/bench.cpio" "$log" >/dev/null ||
+			(cd "$KIT" && python3 -m kit qemu run "${kern[$k]}" "$outdir/bench.cpio" "$log" --quiet \
+				--append "lab.run=/lab/bin/ref-run ref.do=bench selinux=0 lab.selinux=off") >/dev/null ||
 				die "pidfd_bench failed on the $k kernel: see $log"
 			grep -q "^$(marker LAB_BENCH_END)" "$log" || die "pidfd_bench did not finish on the $k kernel: see $log"
 			logs_of[$k]+=${logs_of[$k]:+,}$log

@@ -6,7 +6,7 @@
 #  1. vm/compare/ref-kernel.sh: 6.12 in build/ref/, the last lab's config fragments
 #  2. the last lab, as make test runs it (kit/suite.py): kernel, initramfs with the
 #     lab's solution, tests and the 6.1 tree's pidfd selftests, booted in
-#     test mode (vm/boot/lab-vm.sh)
+#     test mode (python3 -m kit boot)
 #  3. 6.12: an initramfs with the same solution and tests, built against
 #     6.12's headers, and 6.12's own pidfd selftests; booted in test mode
 #  4. both initramfs images plus vm/guest/pidfd_parity (vm/compare/ref-cpio.sh),
@@ -42,13 +42,13 @@ echo "=== reference kernel: Debian linux-source-6.12"
 kref=$REF/out/arch/x86/boot/bzImage
 
 echo "=== $last (the 6.1 port): solution, tests and the 6.1 pidfd selftests"
-# Tree and kernel first, so that a failed build says so (lab-vm.sh then
+# Tree and kernel first, so that a failed build says so (the boot then
 # finds both up to date).
 "$KIT/vm/build/lab-tree.sh" "$last"
 "$KIT/vm/build/lab-kernel.sh" "$last" default
 rc=0
-QUIET=1 FLAVOUR=default DEBUG=0 "$KIT/vm/boot/lab-vm.sh" "$last" test \
-	"$(lab_dir "$last")/solution" ref "$res/lab-tests.log" || rc=$?
+(cd "$KIT" && QUIET=1 DEBUG=0 python3 -m kit boot "$last" test \
+	"$(lab_dir "$last")/solution" ref "$res/lab-tests.log") || rc=$?
 booted "$rc" "$last tests"
 klab=$(lab_out "$last")/arch/x86/boot/bzImage
 lab_cpio=$(lab_build "$last")/initramfs-ref.cpio
@@ -64,8 +64,8 @@ ln -sf "$KIT/vm/compare/ref-checkpolicy.sh" "$REF/bin/checkpolicy"
 PATH=$REF/bin:$PATH REF_DROPPED=$REF/policycaps-dropped KIT_KSRC=$REF/src KIT_KOUT=$REF/out \
 	"$KIT/vm/build/initramfs.sh" "$last" "$(lab_dir "$last")/solution" "$ref_cpio"
 rc=0
-LAB_NAME="linux-source-6.12" QUIET=1 "$KIT/vm/boot/qemu.sh" test "$kref" "$ref_cpio" \
-	"$res/ref-tests.log" || rc=$?
+(cd "$KIT" && python3 -m kit qemu test "$kref" "$ref_cpio" "$res/ref-tests.log" --quiet \
+	--name linux-source-6.12) || rc=$?
 booted "$rc" "6.12 tests"
 
 echo "=== parity: vm/guest/pidfd_parity on both kernels"
@@ -74,8 +74,8 @@ echo "=== parity: vm/guest/pidfd_parity on both kernels"
 for k in lab 6.12; do
 	if [ "$k" = lab ]; then kernel=$klab; else kernel=$kref; fi
 	rc=0
-	APPEND="lab.run=/lab/bin/ref-run ref.do=parity,selinux lab.selinux=off" QUIET=1 \
-		"$KIT/vm/boot/qemu.sh" run "$kernel" "$REF/parity-$k.cpio" "$res/parity-$k.log" || rc=$?
+	(cd "$KIT" && python3 -m kit qemu run "$kernel" "$REF/parity-$k.cpio" "$res/parity-$k.log" --quiet \
+		--append "lab.run=/lab/bin/ref-run ref.do=parity,selinux lab.selinux=off") || rc=$?
 	grep -q "^$(marker LAB_PARITY_END)" "$res/parity-$k.log" ||
 		die "pidfd_parity did not finish on the $k kernel (exit $rc): see $res/parity-$k.log"
 done

@@ -1,8 +1,8 @@
-# Does `make gdb` debug the kernel that runs? vm/check/gdb-check.sh boots a lab
+# Does `make gdb` debug the kernel that runs? make test (kit/vm.py, gdb_check) boots a lab
 # the way `make lab` does, from a tree that is not the lab's reference one
 # (the skeleton's), and runs this script through vm/boot/gdb.sh. gdb says where
 # it stopped and which vmlinux it loaded; the guest's /proc/version and
-# /proc/kallsyms say what really runs, and gdb-check.sh compares the two.
+# /proc/kallsyms say what really runs, and make test compares the two.
 #
 # guest: /lab/bin/kernel-truth
 set pagination off
