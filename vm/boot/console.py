@@ -18,14 +18,26 @@ It stops the VM early, instead of waiting out TIMEOUT:
     the report; not with STOP_STUCK 0 (a debugger that holds a CPU makes
     the others report a stall, and that is no bug).
 
+When it stops the VM at BOOT_TIMEOUT or TIMEOUT, the kernel's detectors
+said nothing (or the VM would have stopped earlier): a loop that calls
+cond_resched() is no soft lockup, a task that sleeps interruptibly is no
+hung task. So it first asks QEMU's monitor for every vCPU's registers, a
+few times, and appends them to LOG between kreport.REGS_BEGIN and
+REGS_END lines, for kreport.py to say where each CPU was. Not with
+STOP_STUCK 0: the CPUs are where a debugger left them.
+
 Exit status, as kit/qemu.py documents it: 0 the guest passed, 1 it
 failed, 2 no verdict (a hang, a panic, a crash, a timeout), with the
 reason on stderr.
 """
+import json
 import os
+import shutil
 import signal
+import socket
 import subprocess
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'check'))
@@ -36,6 +48,11 @@ import tap  # noqa: E402
 # backtrace, the stall's second half. Seconds.
 AFTER_STUCK = 3.0
 POLL = 0.02
+# The vCPUs' registers at a time limit: a few samples, a tenth of a second
+# apart (millions of guest instructions under TCG), as one sample can
+# catch a looping CPU in the timer's interrupt.
+SAMPLES = 5
+SAMPLE_GAP = 0.1
 
 
 class Port:
@@ -89,6 +106,52 @@ def say_stopped(log, why, hint, lines):
 STUCK_FIRST = [pat for pat, _, kind in kreport.KINDS if kind in kreport.STUCK]
 
 
+def vcpu_registers(path, samples=SAMPLES, wait=5.0):
+    """Every vCPU's registers, as QEMU's "info registers -a" prints them,
+    through its QMP socket at path, a few times. The VM is stopped for
+    each: TCG writes a running vCPU's RIP back to its state only now and
+    then, a stopped one's is where it stopped. The FPU and vector
+    registers are left out: they say nothing about where a CPU was."""
+    with socket.socket(socket.AF_UNIX) as s:
+        s.settimeout(wait)
+        s.connect(path)
+        f = s.makefile('rw')
+
+        def ask(command, **arguments):
+            f.write(json.dumps({'execute': command, 'arguments': arguments}) + '\n')
+            f.flush()
+            while True:
+                line = f.readline()
+                if not line:
+                    raise OSError('QEMU closed its monitor')
+                answer = json.loads(line)
+                if 'error' in answer:
+                    raise OSError(answer['error'].get('desc', 'an error'))
+                # Events (STOP...) come in between.
+                if 'return' in answer:
+                    return answer['return']
+
+        f.readline()            # QEMU's greeting
+        ask('qmp_capabilities')
+        text = ''
+        for i in range(samples):
+            if i:
+                ask('cont')
+                time.sleep(SAMPLE_GAP)
+            ask('stop')
+            text += ask('human-monitor-command', **{'command-line': 'info registers -a'})
+    out, fpu = [], False
+    for line in text.replace('\r', '').splitlines():
+        if line.startswith('CPU#'):
+            fpu = False
+        fpu = fpu or line.startswith('FCW=')
+        if line.strip() and not fpu:
+            out.append(line.rstrip())
+    if not any(line.startswith('RIP=') for line in out):
+        raise OSError('no RIP in its answer')
+    return out
+
+
 def run(log, boot_timeout, timeout, echo, stop_stuck, accel, command):
     user_port, kernel_port = Port(log + '.ttyS0', False), Port(log + '.ttyS1', True)
     for p in (user_port.path, kernel_port.path):
@@ -98,6 +161,13 @@ def run(log, boot_timeout, timeout, echo, stop_stuck, accel, command):
     boot_ok = tap.MARKERS['LAB_BOOT_OK']
     booted = None
     stuck_at = None
+    # The monitor, for the registers at a time limit; in a directory of
+    # its own: a socket's path has a length limit that LOG's may pass.
+    monitor = None
+    if stop_stuck:
+        monitor = os.path.join(tempfile.mkdtemp(prefix='lab-qmp-'), 'qmp')
+        command = command + ['-qmp', f'unix:{monitor},server=on,wait=off']
+    limit = None
     start = time.monotonic()
     qemu = subprocess.Popen(command, stdin=subprocess.DEVNULL)
     why = None
@@ -132,6 +202,7 @@ def run(log, boot_timeout, timeout, echo, stop_stuck, accel, command):
                        "the kernel's report follows in the result, decoded to file and line")
                 break
             if booted is None and now >= boot_timeout:
+                limit = f'the boot time limit, {boot_timeout:.0f} s'
                 why = (f'the guest did not reach userspace within {boot_timeout:.0f}s '
                        f'(accelerator: {accel})',
                        'KVM may hang here; retry with ACCEL=tcg' if accel == 'kvm' else
@@ -139,18 +210,35 @@ def run(log, boot_timeout, timeout, echo, stop_stuck, accel, command):
                        'change is the usual cause')
                 break
             if now >= timeout:
+                limit = f'the time limit, {timeout:.0f} s'
                 why = (f'the guest was still running after {timeout:.0f}s, this run\'s limit',
                        'a test is stuck (the last lines name it); '
                        'if it is only slow, raise the limit with TIMEOUT=seconds')
                 break
             time.sleep(POLL)
     finally:
+        if limit and monitor and qemu.poll() is None:
+            try:
+                registers = vcpu_registers(monitor)
+            except (OSError, ValueError) as e:
+                print(f'vm: no vCPU registers from QEMU\'s monitor ({e})', file=sys.stderr)
+            else:
+                # The console up to the stop first, so that the dump ends
+                # the log. Not echoed: the result shows it decoded.
+                take()
+                out.write(f'{kreport.REGS_BEGIN} {limit}: every vCPU\'s registers, from QEMU\'s '
+                          f'monitor, {SAMPLES} times {SAMPLE_GAP} s apart, the VM stopped\n')
+                out.write(''.join(line + '\n' for line in registers) + kreport.REGS_END + '\n')
+                why = (why[0], 'where each CPU was follows in the result, decoded to file and '
+                       'line; ' + why[1])
         stop_vm(qemu)
         time.sleep(0.05)
         take(final=True)
         out.close()
         for port in (user_port, kernel_port):
             os.unlink(port.path)
+        if monitor:
+            shutil.rmtree(os.path.dirname(monitor), ignore_errors=True)
     took = time.monotonic() - start
     print(f'  RAN      {took:.0f} s, of a limit of {timeout:.0f} s (TIMEOUT=seconds)', flush=True)
     if why:

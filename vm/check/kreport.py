@@ -24,11 +24,18 @@ to blame is the first frame that is not the reporting machinery itself
 (dump_stack, __warn, kasan_report, lockdep, the RCU stall printer...) nor
 the generic entry code, again as pkg/report skips them.
 
+One more kind is not the kernel's: when a run reaches its time limit and
+no detector fired, vm/boot/console.py appends every vCPU's registers,
+from QEMU's monitor, to the log; its title says where the CPUs were,
+"stuck: no kernel report before the time limit; CPU1 in clear_user_erms",
+and each kernel-mode RIP is decoded by addr2line on the booted vmlinux.
+
 The trace is decoded by the kernel's own scripts/decode_stacktrace.sh on
 the vmlinux that was booted. A frame in a file that an attendee's exercise
 laid over the tree (--overlay fs/pidfs.c=labs/...) is shown at the
 attendee's file: the overlay is a copy, so its line numbers are theirs.
 """
+import bisect
 import json
 import os
 import re
@@ -131,6 +138,10 @@ class Report:
         self.ended = False
         self.decoded = None
 
+    # A report the kernel printed; tap-summary.py lists the tests after it
+    # as its consequences.
+    from_kernel = True
+
     @property
     def stuck(self):
         return self.kind in STUCK
@@ -177,6 +188,235 @@ class Report:
         return None
 
 
+# The block vm/boot/console.py appends to the log when a run reaches its
+# time limit: QEMU's "info registers -a", taken with the VM stopped. The
+# host writes it, not the guest: its lines have no time stamp.
+REGS_BEGIN = 'HOST-VCPU-REGISTERS'
+REGS_END = 'HOST-VCPU-REGISTERS-END'
+VCPU = re.compile(r'^CPU#(\d+)')
+VCPU_RIP = re.compile(r'^RIP=([0-9a-f]+) .*\bHLT=(\d)')
+VCPU_CS = re.compile(r'^CS =([0-9a-f]+) ')
+# Where a CPU with nothing to do waits, and a halted CPU (HLT=1) is
+# waiting for an interrupt: neither is what a stuck run is stuck on.
+IDLE = re.compile(r'^(?:default_idle\w*|arch_cpu_idle\w*|do_idle|cpu_idle_poll|\w*safe_halt|'
+                  r'amd_e400_idle|\w*mwait_idle\w*|intel_idle\w*|acpi_idle\w*|poll_idle|'
+                  r'cpuidle_enter\w*)$')
+
+
+class Vcpu:
+    """One vCPU in one sample of the register dump: where it was."""
+
+    def __init__(self, n):
+        self.n, self.rip, self.cs, self.halted = n, None, None, False
+        self.symbol = None          # func+0xoff/0xsize, as the kernel's %pS
+        self.places = []            # file:line, inlined functions first
+
+    @property
+    def user(self):
+        return self.cs is not None and self.cs & 3 == 3
+
+    @property
+    def function(self):
+        return self.symbol.split('+', 1)[0] if self.symbol else None
+
+    @property
+    def idle(self):
+        return not self.user and (self.halted or bool(self.function and IDLE.match(
+            self.function.split('.', 1)[0])))
+
+    @property
+    def busy(self):
+        """Running kernel code that is not the idle loop."""
+        return self.rip is not None and not self.user and not self.idle
+
+    def place(self, overlays):
+        """file:line as where() places a frame: in an attendee's file if
+        any, else the function's own line, which an inlined chain ends with."""
+        shown = {s for _, s in overlays}
+        mine = [p for p in self.places if p.rsplit(':', 1)[0] in shown]
+        return mine[0] if mine else (self.places[-1] if self.places else None)
+
+    def describe(self):
+        if self.rip is None:
+            return 'no RIP in the dump'
+        if self.user:
+            return 'in user mode'
+        at = self.symbol or f'{self.rip:016x}'
+        if self.places:
+            at += f' ({" ".join(self.places)})'
+        return ('idle, ' if self.idle else '') + at
+
+
+class Registers(Report):
+    """console.py's dump of every vCPU's registers at the time limit, a
+    few samples apart: no report of the kernel's, so no stack and no task,
+    only where each CPU was. One sample can catch a looping CPU in the
+    timer's interrupt: the title names the function most samples are in,
+    that machinery left out (skipped())."""
+
+    from_kernel = False
+
+    def __init__(self, first, index, test):
+        super().__init__('registers', 'stuck: no kernel report before the time limit; {fn}',
+                         ('',), first, index, test)
+        self.samples = None
+
+    def vcpus(self):
+        """Every CPU's samples, in the dump's order."""
+        if self.samples is None:
+            self.samples = []
+            for line in self.lines[1:]:
+                m = VCPU.match(line)
+                if m:
+                    self.samples.append(Vcpu(int(m.group(1))))
+                if not self.samples:
+                    continue
+                cpu = self.samples[-1]
+                m = VCPU_RIP.match(line)
+                if m:
+                    cpu.rip, cpu.halted = int(m.group(1), 16), m.group(2) == '1'
+                m = VCPU_CS.match(line)
+                if m:
+                    cpu.cs = int(m.group(1), 16)
+        return self.samples
+
+    def by_cpu(self):
+        cpus = {}
+        for v in self.vcpus():
+            cpus.setdefault(v.n, []).append(v)
+        return cpus
+
+    def blamed(self):
+        """The CPU the title names, and its samples there: the CPU busiest
+        in the kernel, else the one most often in user mode; None when
+        every CPU idled."""
+        cpus = self.by_cpu()
+        for test in (lambda v: v.busy, lambda v: v.user):
+            counts = {n: [v for v in samples if test(v)] for n, samples in cpus.items()}
+            n = max(counts, key=lambda n: len(counts[n]), default=None)
+            if n is not None and counts[n]:
+                return n, counts[n]
+        return None, []
+
+    def spot(self):
+        """The blamed CPU's function, and one sample of it: the function
+        most of its samples are in, the interrupt and locking machinery
+        only when nothing else was seen."""
+        n, seen = self.blamed()
+        named = [v for v in seen if v.function]
+        if seen and seen[0].user or not named:
+            return n, (seen[0] if seen else None)
+        mine = [v for v in named if not skipped(v.function)] or named
+        fns = [v.function for v in mine]
+        fn = max(fns, key=fns.count)
+        return n, next(v for v in mine if v.function == fn)
+
+    def culprit(self):
+        n, v = self.spot()
+        if v is None:
+            return 'every CPU idle' if self.vcpus() else 'no vCPU registers'
+        if v.user:
+            return f'CPU{n} in user mode'
+        if v.function:
+            return f'CPU{n} in {v.function}'
+        rips = [s.rip for s in self.blamed()[1]]
+        return f'CPU{n} at {max(rips, key=rips.count):016x}'
+
+    def who(self):
+        return None
+
+    def decode(self, vmlinux, overlays):
+        """Each kernel-mode RIP as func+off/size and file:line, from the
+        booted vmlinux: the lines shown, and the blamed function's place."""
+        kernel = [v for v in self.vcpus() if v.rip is not None and not v.user]
+        if vmlinux and kernel:
+            symbolize(kernel, vmlinux, overlays)
+        per = max((len(s) for s in self.by_cpu().values()), default=0)
+        out = [f'where each vCPU was at the time limit, {per} sample{"s" if per > 1 else ""} '
+               '(registers only: no stack, no task):']
+        for n, samples in self.by_cpu().items():
+            seen = [v.describe() for v in samples]
+            # The most frequent first; a few at most, the log has the rest.
+            for i, what in enumerate(sorted(dict.fromkeys(seen), key=seen.count, reverse=True)[:4]):
+                head = f'CPU{n}: ' if i == 0 else ' ' * len(f'CPU{n}: ')
+                out.append(head + what + (f', {seen.count(what)} of {len(seen)}' if per > 1 else ''))
+        _, v = self.spot()
+        if v is None or v.user:
+            return out, None
+        places = [s.place(overlays) for s in self.blamed()[1]
+                  if s.function == v.function and s.place(overlays)]
+        return out, max(places, key=places.count) if places else None
+
+
+def text_symbols(vmlinux):
+    """(address, name, is_text) of vmlinux, in address order: the
+    System.map the kernel build writes next to it, else nm's list (what
+    System.map is made from)."""
+    smap = os.path.join(os.path.dirname(vmlinux), 'System.map')
+    try:
+        with open(smap) as f:
+            text = f.read()
+    except OSError:
+        try:
+            text = subprocess.run(['nm', '-n', vmlinux], capture_output=True, text=True,
+                                  timeout=120).stdout
+        except (OSError, subprocess.TimeoutExpired):
+            return []
+    syms = []
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) == 3:
+            try:
+                syms.append((int(parts[0], 16), parts[2], parts[1] in 'tTwW'))
+            except ValueError:
+                pass
+    syms.sort()
+    return syms
+
+
+def symbolize(cpus, vmlinux, overlays):
+    """Fill each CPU's symbol as kallsyms would print it (the symbol at or
+    before the address; its size up to the next symbol, as kallsyms counts
+    it) and its file:line from addr2line (binutils), inlined calls first,
+    as decode_stacktrace.sh shows a frame."""
+    syms = text_symbols(vmlinux)
+    starts = [a for a, _, _ in syms]
+    for c in cpus:
+        i = bisect.bisect_right(starts, c.rip) - 1
+        # Only inside a function: past the last symbol, or in data, the
+        # address is a module's, BPF's or not code at all.
+        if 0 <= i < len(syms) - 1 and syms[i][2]:
+            nxt = next((a for a in starts[i + 1:] if a > syms[i][0]), None)
+            if nxt:
+                c.symbol = f'{syms[i][1]}+0x{c.rip - syms[i][0]:x}/0x{nxt - syms[i][0]:x}'
+    addrs = list(dict.fromkeys(f'0x{c.rip:x}' for c in cpus if c.symbol))
+    if not addrs:
+        return
+    try:
+        # -a marks where each address's lines start; -i adds the inlined.
+        p = subprocess.run(['addr2line', '-a', '-i', '-e', vmlinux] + addrs,
+                           capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired):
+        return
+    places, cur = {}, None
+    for line in p.stdout.splitlines():
+        if line.startswith('0x'):
+            cur = places.setdefault(int(line, 16), [])
+        elif cur is not None and not line.startswith('??'):
+            path, _, rest = line.split(' ', 1)[0].rpartition(':')
+            if path and rest.isdigit():
+                cur.append(f'{shown_path(path, overlays)}:{rest}')
+    for c in cpus:
+        c.places = places.get(c.rip, [])
+
+
+def shown_path(path, overlays):
+    """A file as a reader looks for it: a path in the kernel tree, or
+    the attendee's exercise file laid over it."""
+    tree = path_in_tree(path)
+    return next((s for t, s in overlays if t == tree), tree)
+
+
 def kernel_line(line):
     """The text of a kernel console line without its time stamp, or None."""
     m = KLINE.match(line)
@@ -192,6 +432,15 @@ def find(lines):
             continue
         if tap.is_marker(line, 'LAB_TEST_END'):
             test = None
+            continue
+        if line == REGS_BEGIN or line.startswith(REGS_BEGIN + ' '):
+            cur = Registers(line, i, test)
+            reports.append(cur)
+            continue
+        if isinstance(cur, Registers) and not cur.ended:
+            cur.ended = line == REGS_END
+            if not cur.ended:
+                cur.lines.append(line)
             continue
         text = kernel_line(line)
         if text is None:
@@ -408,6 +657,13 @@ def summary(path, vmlinux=None, src=None, overlays=(), most=1):
         return '', reports
     out = []
     for r in reports[:most]:
+        if not r.from_kernel:
+            frames, loc = r.decode(vmlinux, overlays)
+            # Its title says what it is, "stuck: no kernel report...".
+            out.append(r.title() + (f' at {loc}' if loc else ''))
+            out.append('  ' + (f'during {r.test}' if r.test else 'before any test ran'))
+            out.extend('    ' + line for line in frames)
+            continue
         decoded = decode(r, vmlinux, src, overlays) if vmlinux else r.lines
         loc = where(decoded, r.culprit(), overlays)
         out.append(f'KERNEL REPORT: {r.title()}' + (f' at {loc}' if loc else ''))

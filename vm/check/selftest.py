@@ -5,7 +5,9 @@ What make test believes comes from a few parsers: the TAP counts
 (tap-summary.py), the exercise rendering (exercises.py), the transcript
 masking (transcripts.py), the build progress filter (kbuild-progress.awk),
 the run record make gdb reads (lib.sh) and the kernel report parser
-(kreport.py) on real console logs. A bug there turns a failing
+(kreport.py) on real console logs, with the vCPUs' registers console.py
+takes from QEMU's monitor at a time limit (from a stand-in QEMU, decoded
+on a small ELF built here). A bug there turns a failing
 lab into a green run, so each gets cases whose answer is known, including
 the ones that must come out as failures; kbuild.sh's shortcut that
 skips Kbuild when nothing changed, and the `cmd` it gives 6.1's Kbuild
@@ -143,18 +145,22 @@ kreport = load('check/kreport')
 REPORTS = os.path.join(VM, 'check', 'reports')
 
 
+def report_corpus():
+    for name in sorted(os.listdir(REPORTS)):
+        path = os.path.join(REPORTS, name)
+        with open(path) as f:
+            head = dict(line[2:].rstrip('\n').split(': ', 1) for line in f
+                        if line.startswith('# ') and ': ' in line)
+        yield name, path, head
+
+
 class KernelReports(unittest.TestCase):
     """The report parser on real console logs of make test's mutations
     (vm/check/reports/NAME.log, whose first line says "# title: ..." and
     "# culprit: ..."), as syzkaller tests pkg/report on its corpus."""
 
     def corpus(self):
-        for name in sorted(os.listdir(REPORTS)):
-            path = os.path.join(REPORTS, name)
-            with open(path) as f:
-                head = dict(line[2:].rstrip('\n').split(': ', 1) for line in f
-                            if line.startswith('# ') and ': ' in line)
-            yield name, path, head
+        return report_corpus()
 
     def test_corpus_titles(self):
         seen = 0
@@ -222,6 +228,215 @@ class KernelReports(unittest.TestCase):
                 self.assertIn(f'after the kernel report above ({head["title"]})', out.getvalue())
                 return
         self.fail('no corpus log says "# grouped: yes"')
+
+
+console = load('boot/console')
+
+# A stand-in for qemu-system-x86_64 in console.py's run: the guest boots
+# (ttyS0 is its -serial file:), then only its QMP monitor answers, with
+# events in between, as QEMU's does, and a register dump of two vCPUs.
+FAKE_QEMU = r"""import json, os, socket, sys, time
+args = sys.argv[1:]
+serial = [a[len('file:'):] for a in args if a.startswith('file:')]
+with open(serial[0], 'a') as f:
+    f.write('LAB-BOOT-OK 6.1 fake\nLAB-TEST-BEGIN tests/forever\n')
+if '-qmp' not in args:
+    time.sleep(60)
+qmp = args[args.index('-qmp') + 1].split(',')[0][len('unix:'):]
+DUMP = ('CPU#0\r\nRIP=ffffffff8101b63e RFL=00000246 [---Z-P-] CPL=0 II=0 A20=1 SMM=0 HLT=1\r\n'
+        'CS =0010 0000000000000000 ffffffff 00af9b00 DPL=0 CS64 [-RA]\r\n'
+        'FCW=037f FSW=0000 [ST=0] FTW=00 MXCSR=00001f80\r\nYMM00=0000 0000\r\n'
+        'CPU#1\r\nRIP=00000000005278c2 RFL=00000246 [---Z-P-] CPL=3 II=0 A20=1 SMM=0 HLT=0\r\n'
+        'CS =0033 0000000000000000 ffffffff 00affb00 DPL=3 CS64 [-RA]\r\n')
+s = socket.socket(socket.AF_UNIX)
+s.bind(qmp)
+s.listen(1)
+c, _ = s.accept()
+f = c.makefile('rw')
+f.write('{"QMP": {"version": {}, "capabilities": []}}\n'); f.flush()
+log = open(os.environ['FAKE_QEMU_LOG'], 'a')
+for line in f:
+    cmd = json.loads(line)
+    log.write(cmd['execute'] + '\n'); log.flush()
+    if cmd['execute'] in ('stop', 'cont'):
+        f.write('{"event": "%s", "data": {}}\n' % cmd['execute'].upper())
+    if cmd['execute'] == 'human-monitor-command':
+        f.write(json.dumps({'return': DUMP}) + '\n')
+    else:
+        f.write('{"return": {}}\n')
+    f.flush()
+time.sleep(60)
+"""
+
+
+class TimeLimit(unittest.TestCase):
+    """A run that reaches its time limit with no kernel report: console.py
+    asks QEMU's monitor for the vCPUs' registers, kreport.py says where
+    each CPU was, and the result shows it first. The corpus logs with a
+    "# cpus: CPU0 user, CPU1 busy" line are real dumps (busy, user or
+    idle in every sample)."""
+
+    def corpus(self):
+        for name, path, head in report_corpus():
+            if 'cpus' in head:
+                yield name, path, head
+
+    def test_each_cpu_in_the_corpus(self):
+        seen = 0
+        for name, path, head in self.corpus():
+            with self.subTest(log=name):
+                r = kreport.find(kreport.read_lines(path))[-1]
+                self.assertIsInstance(r, kreport.Registers)
+                self.assertTrue(r.ended)
+                for want in head['cpus'].split(', '):
+                    n, mode = want.split()
+                    samples = r.by_cpu()[int(n[3:])]
+                    self.assertGreater(len(samples), 1)
+                    self.assertEqual({'user' if v.user else 'idle' if v.idle else 'busy'
+                                      for v in samples}, {mode}, want)
+                seen += 1
+        self.assertGreaterEqual(seen, 2, 'the corpus lost its time-limit logs')
+
+    def test_decoded_to_the_attendees_file(self):
+        """On a real ELF made as a kit tree's is (the compile in the out
+        dir, the file under ../../src), with an exercise file laid over
+        it: the title names the looping function, not the interrupt that
+        one sample caught, at the attendee's line; an idle CPU says so."""
+        if not shutil.which('gcc'):
+            self.skipTest('no gcc')
+        with tempfile.TemporaryDirectory() as d:
+            tree = os.path.join(d, 'build', 'labs', '04-x')
+            out = os.path.join(tree, 'out', 'default')
+            write(os.path.join(tree, 'src', 'fs', 'pidfs.c'),
+                  'int counter;\n'
+                  'void __sysvec_apic_timer_interrupt(void) { counter++; }\n'
+                  'void default_idle(void) { counter++; }\n'
+                  'void pidfs_alloc_file(void)\n'
+                  '{\n'
+                  '\tfor (;;)\n'
+                  '\t\tcounter++;\n'
+                  '}\n'
+                  'void _start(void) { pidfs_alloc_file(); }\n')
+            os.makedirs(out)
+            vmlinux = os.path.join(out, 'vmlinux')
+            subprocess.run(['gcc', '-g', '-O0', '-nostdlib', '-static', '-fno-pie', '-no-pie',
+                            '-o', vmlinux, '../../src/fs/pidfs.c'], cwd=out, check=True)
+            nm = subprocess.run(['nm', '-n', vmlinux], capture_output=True, text=True,
+                                check=True).stdout
+            write(os.path.join(out, 'System.map'), nm)
+            syms = {n: int(a, 16) for a, _, n in (x.split() for x in nm.splitlines()
+                                                  if len(x.split()) == 3)}
+            # The address of line 7, the loop's body.
+            start = syms['pidfs_alloc_file']
+            addrs = [start + i for i in range(0x20)]
+            lines = subprocess.run(['addr2line', '-e', vmlinux] + [hex(a) for a in addrs],
+                                   capture_output=True, text=True, check=True).stdout.split()
+            loop = next(a for a, x in zip(addrs, lines) if x.endswith(':7'))
+            irq = syms['__sysvec_apic_timer_interrupt'] + 4
+            idle = syms['default_idle'] + 4
+
+            def sample(n, rip, cs='0010', hlt=0):
+                return [f'CPU#{n}', f'RIP={rip:016x} RFL=00000246 [---Z-P-] CPL=0 II=0 A20=1 '
+                        f'SMM=0 HLT={hlt}', f'CS ={cs} 0000000000000000 ffffffff 00af9b00']
+            # The timer's interrupt in most samples: the loop is still
+            # what the CPU is stuck in.
+            block = ([kreport.REGS_BEGIN + ' the time limit, 9 s: ...'] +
+                     sample(0, idle, hlt=1) + sample(1, irq) + sample(0, idle, hlt=1) +
+                     sample(1, loop) + sample(0, idle) + sample(1, irq) +
+                     [kreport.REGS_END])
+            log = os.path.join(d, 'check.log')
+            write(log, 'LAB-TEST-BEGIN tests/t\n' + '\n'.join(block) + '\n')
+            shown = 'labs/04-x/exercises/kernel/fs/pidfs.c'
+            kreport.write_record(log + '.json', log, vmlinux, os.path.join(tree, 'src'))
+            rec = kreport.read_record(log + '.json')
+            text, _ = kreport.summary(log, vmlinux, rec['src'], [('fs/pidfs.c', shown)])
+        first = text.splitlines()
+        self.assertEqual(first[0], 'stuck: no kernel report before the time limit; '
+                         f'CPU1 in pidfs_alloc_file at {shown}:7')
+        self.assertEqual(first[1], '  during tests/t')
+        self.assertIn(f'          pidfs_alloc_file+0x{loop - start:x}/', text)
+        self.assertIn(f'({shown}:7), 1 of 3', text)
+        self.assertIn(f'    CPU1: __sysvec_apic_timer_interrupt+0x4/', text)
+        self.assertRegex(text, r'CPU0: idle, default_idle\+0x4/0x\w+ \(\S+:3\), 3 of 3')
+        # Undecoded (no vmlinux), the title says where in numbers.
+        plain = kreport.find(block)[0]
+        self.assertEqual(plain.title(), 'stuck: no kernel report before the time limit; '
+                         f'CPU1 at {irq:016x}')
+
+    def test_user_mode_and_idle(self):
+        r = kreport.Registers(kreport.REGS_BEGIN, 1, None)
+        r.lines += ['CPU#0', 'RIP=ffffffff8101b63e RFL=00000246 CPL=0 HLT=1', 'CS =0010 0',
+                    'CPU#1', 'RIP=00000000005278c2 RFL=00000246 CPL=3 HLT=0', 'CS =0033 0']
+        self.assertEqual(r.title(), 'stuck: no kernel report before the time limit; '
+                         'CPU1 in user mode')
+        lines, loc = r.decode(None, [])
+        self.assertEqual(lines[1:], ['CPU0: idle, ffffffff8101b63e', 'CPU1: in user mode'])
+        self.assertIsNone(loc)
+        empty = kreport.Registers(kreport.REGS_BEGIN, 1, None)
+        self.assertEqual(empty.title(), 'stuck: no kernel report before the time limit; '
+                         'no vCPU registers')
+
+    @staticmethod
+    def run_console(d, stop_stuck):
+        """console.run on the fake QEMU, a time limit of 2 s: its exit
+        status, its stderr, the log and the file of monitor commands."""
+        fake = os.path.join(d, 'qemu.py')
+        write(fake, FAKE_QEMU)
+        log = os.path.join(d, 'run.log')
+        asked = os.path.join(d, 'asked')
+        os.environ['FAKE_QEMU_LOG'] = asked
+        try:
+            with contextlib.redirect_stdout(io.StringIO()), \
+                    contextlib.redirect_stderr(io.StringIO()) as err:
+                rc = console.run(log, 30, 2, False, stop_stuck, 'tcg',
+                                 [sys.executable, fake, '-serial', f'file:{log}.ttyS0'])
+        finally:
+            del os.environ['FAKE_QEMU_LOG']
+        return rc, err.getvalue(), log, asked
+
+    def test_console_dumps_the_registers_at_the_time_limit(self):
+        with tempfile.TemporaryDirectory() as d:
+            rc, err, log, asked = self.run_console(d, True)
+            self.assertEqual(rc, 2)
+            self.assertIn('hint: where each CPU was follows in the result', err)
+            self.assertEqual(read(asked).split(), ['qmp_capabilities'] +
+                             ['stop', 'human-monitor-command', 'cont'] * (console.SAMPLES - 1) +
+                             ['stop', 'human-monitor-command'])
+            lines = read(log).splitlines()
+            self.assertEqual(lines[:2], ['LAB-BOOT-OK 6.1 fake', 'LAB-TEST-BEGIN tests/forever'])
+            self.assertTrue(lines[2].startswith(kreport.REGS_BEGIN + ' the time limit, 2 s: '))
+            self.assertEqual(lines[-1], kreport.REGS_END)
+            # Neither carriage returns nor the FPU's registers.
+            self.assertNotIn('\r', read(log))
+            self.assertFalse([x for x in lines if x.startswith(('FCW', 'YMM'))])
+            r = kreport.find(lines)[0]
+            self.assertEqual(r.title(), 'stuck: no kernel report before the time limit; '
+                             'CPU1 in user mode')
+            self.assertEqual(len(r.vcpus()), 2 * console.SAMPLES)
+
+    def test_not_with_a_debugger(self):
+        # STOP_STUCK 0 (GDB=1): the CPUs are where the debugger left them.
+        with tempfile.TemporaryDirectory() as d:
+            rc, err, log, asked = self.run_console(d, False)
+            self.assertEqual(rc, 2)
+            self.assertFalse(os.path.exists(asked))
+            self.assertEqual(kreport.find(read(log).splitlines()), [])
+            self.assertIn('hint: a test is stuck', err)
+
+    def test_result_shows_it_first(self):
+        for name, path, head in self.corpus():
+            with self.subTest(log=name), tempfile.TemporaryDirectory() as d:
+                log = os.path.join(d, 'check.log')
+                shutil.copyfile(path, log)
+                kreport.write_record(log + '.json', log, '/nonexistent/vmlinux', d)
+                with contextlib.redirect_stdout(io.StringIO()) as out:
+                    tap.summary([f'x={log}'])
+                text = out.getvalue().splitlines()
+                self.assertEqual(text[0], '  ' + head['title'])
+                self.assertEqual(text[1], f'    during {head["test"]}')
+                # The test that never finished is the news, not a consequence.
+                self.assertIn(f'    FAIL: {head["test"]}: never finished', out.getvalue())
+                self.assertNotIn('after the', out.getvalue())
 
 
 class Markers(unittest.TestCase):

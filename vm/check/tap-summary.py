@@ -111,8 +111,10 @@ def summary(args):
                 if status == 'pass':
                     continue
                 # A test that ran during or after the report failed on a
-                # broken kernel, whatever its own message says.
-                if report and prog and starts.get(prog, 0) >= (
+                # broken kernel, whatever its own message says. Not after
+                # the registers at a time limit: the test that never
+                # finished is the news there, not a consequence.
+                if report and report.from_kernel and prog and starts.get(prog, 0) >= (
                         starts.get(report.test, report.index) if report.test else report.index):
                     after.append(f'      {status.upper()}: {name}')
                 else:
