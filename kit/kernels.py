@@ -107,7 +107,7 @@ def has_kernel_exercises(folder):
     return folder is not None and (Path(folder) / 'kernel').is_dir()
 
 
-def which_kernel(lab, purpose, flavour='default', exercises=None, variant=None):
+def which_kernel(lab, purpose, flavour='default', exercises=None, variant=None, mutation=None):
     """The kernel for one purpose:
 
       solution  the lab's own tree: its cumulative series
@@ -119,7 +119,8 @@ def which_kernel(lab, purpose, flavour='default', exercises=None, variant=None):
       mutation  a mutation that changes only kernel exercise files is
                 laid over the skeleton's tree (an incremental build; its
                 sources, exercises, made by the caller); one that changes
-                other files is a variant tree of its own
+                other files is a tree of its own, trees/variant-NAME, with
+                the lab's series and the mutation's patch
 
     A lab without kernel exercises boots its own tree for work and
     skeleton alike."""
@@ -132,16 +133,16 @@ def which_kernel(lab, purpose, flavour='default', exercises=None, variant=None):
     if purpose == 'variant':
         return Kernel(lab, flavour, 'variant-' + variant.name, series=variant.series)
     if purpose == 'mutation':
-        if mutation_needs_own_tree(lab, variant):
-            return which_kernel(lab, 'variant', flavour, variant=variant)
+        if mutation_needs_own_tree(lab, mutation):
+            return Kernel(lab, flavour, 'variant-' + mutation.name, series=mutation.series_file(lab))
         return Kernel(lab, flavour, 'skeleton', overlay=Path(exercises).resolve() if exercises else None)
     raise ValueError(f'no kernel for purpose {purpose!r}')
 
 
-def mutation_needs_own_tree(lab, variant):
+def mutation_needs_own_tree(lab, mutation):
     """Whether a mutation changes kernel files that are not exercises."""
     exercise_files = set(lab.kernel_exercise_files())
-    return any(f not in exercise_files for f in variant.changed_files())
+    return any(f not in exercise_files for f in mutation.changed_files())
 
 
 def ahead(labs=None, say=print):

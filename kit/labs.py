@@ -3,8 +3,8 @@
 A lab is labs/NN-name/: patches/ (its part of the cumulative series),
 solution/ (the exercises with their TODO markers), kernel.config,
 flavours/*.config (other kernels of the lab), variants/*.series (kernels
-with the lab's series replaced; a mutation when its header says what
-must show) and gdb/*.gdb (instructor scripts). Header lines are
+with the lab's series replaced), mutations/*.patch (a bug put back on
+purpose, which the kit must show) and gdb/*.gdb (instructor scripts). Header lines are
 "# key: value" lines: the first one of each key counts.
 """
 import os
@@ -49,11 +49,53 @@ class Flavour:
 @dataclass(frozen=True)
 class Variant:
     """variants/NAME.series: the lab's kernel with another series (lines
-    ../patches/X are the lab's own patches, others its own). With a
-    must-fail, must-report or must-not-build line it is a mutation: a bug
-    put back on purpose, which the kit must show."""
+    ../patches/X are the lab's own patches, others its own), booted with
+    its "# append:" kernel arguments: lab 04's kernel before the fix."""
     name: str
     series: Path
+    headers: dict = field(default_factory=dict, compare=False)
+
+    @property
+    def append(self):
+        return self.headers.get('append', '')
+
+    @property
+    def flavour(self):
+        return self.headers.get('flavour') or 'default'
+
+    def own_patches(self):
+        """The series' patches that are not the lab's own (../patches/)."""
+        out = []
+        with open(self.series) as f:
+            for line in f:
+                line = line.strip()
+                if line and not line.startswith('#') and not line.startswith('../patches/'):
+                    out.append(self.series.parent / line)
+        return out
+
+
+def changed_files(patch):
+    """The files a patch changes."""
+    with open(patch, errors='replace') as f:
+        return [line[6:].rstrip('\n') for line in f if line.startswith('+++ b/')]
+
+
+@dataclass(frozen=True)
+class Mutation:
+    """mutations/NAME.patch: a bug put back on purpose, one patch (git
+    format-patch) on top of the lab's series. Its header lines sit in the
+    patch's notes, between the "---" line and the diff, where git am and
+    git apply skip them, and say how the kit must show the bug:
+
+      # must-fail: PROGRAM TEST...  those tests fail on it
+      # must-report: TITLE          the kernel's first report has TITLE and
+                                    is decoded to the line that says MUTATION
+      # must-not-build: yes         the compiler's error names that line
+      # flavour: debug              built as the debug kernel (DEBUG=1 only)
+      # append: ARGS                booted with these kernel arguments
+      # by-hand: WHY                make test leaves it to a person"""
+    name: str
+    patch: Path
     headers: dict = field(default_factory=dict, compare=False)
 
     @property
@@ -81,27 +123,22 @@ class Variant:
     def must_not_build(self):
         return bool(self.headers.get('must-not-build'))
 
-    @property
-    def is_mutation(self):
-        return bool(self.must_fail or self.must_report or self.must_not_build)
-
-    def own_patches(self):
-        """The series' patches that are not the lab's own (../patches/)."""
-        out = []
-        with open(self.series) as f:
-            for line in f:
-                line = line.strip()
-                if line and not line.startswith('#') and not line.startswith('../patches/'):
-                    out.append(self.series.parent / line)
-        return out
-
     def changed_files(self):
-        """The kernel files its own patches change."""
-        out = []
-        for patch in self.own_patches():
-            with open(patch, errors='replace') as f:
-                out += [line[6:].rstrip('\n') for line in f if line.startswith('+++ b/')]
-        return out
+        return changed_files(self.patch)
+
+    def series_file(self, lab):
+        """A series file for the lab's tree with the mutation on top: the
+        lab's own series, then the patch; written under build/, with its
+        paths relative to it, as a series file has them."""
+        path = lab.build / 'mutations' / f'{self.name}.series'
+        path.parent.mkdir(parents=True, exist_ok=True)
+        patches = [lab.dir / 'patches' / line.strip()
+                   for line in (lab.dir / 'patches' / 'series').read_text().splitlines()
+                   if line.strip() and not line.startswith('#')]
+        text = ''.join(os.path.relpath(p, path.parent) + '\n' for p in patches + [self.patch])
+        if not path.is_file() or path.read_text() != text:
+            path.write_text(text)
+        return path
 
 
 @dataclass(frozen=True)
@@ -151,6 +188,16 @@ class Lab:
 
     def variants(self):
         return [Variant(p.stem, p, headers(p)) for p in sorted((self.dir / 'variants').glob('*.series'))]
+
+    def mutations(self):
+        return [Mutation(p.stem, p, headers(p)) for p in sorted((self.dir / 'mutations').glob('*.patch'))]
+
+    def mutation(self, name):
+        for m in self.mutations():
+            if m.name == name:
+                return m
+        raise LabError(f'lab {self.name} has no mutation {name!r}; it has: '
+                       + ' '.join(m.name for m in self.mutations()))
 
     def variant(self, name):
         for v in self.variants():

@@ -35,23 +35,27 @@ class MadeUpKit(unittest.TestCase):
         write(two / 'solution/kernel/fs/new.c.todo', '--- a/fs/new.c\n')
         write(two / 'solution/kernel/fs/old.c.todo', '--- a/fs/old.c\n')
         write(two / 'flavours/small.config', '# tests: 01\n# append: a=1\nCONFIG_X=y\n')
+        write(two / 'patches/series', '0001-a.patch\n')
+        write(two / 'patches/0001-a.patch', '')
         write(two / 'variants/before.series', '# append: lab.tests=t\n../patches/0001-a.patch\n')
-        write(two / 'variants/in-exercise.series', """\
+        write(two / 'mutations/in-exercise.patch', """\
+            Subject: [PATCH] TESTING ONLY: x is one
+
+            ---
             # must-fail: prog_test one two
             # must-fail: ignored second line
-            ../patches/0001-a.patch
-            in-exercise.patch
-            """)
-        write(two / 'variants/in-exercise.patch', """\
+
+             fs/new.c | 2 +-
             --- a/fs/new.c
             +++ b/fs/new.c
             @@ -1 +1 @@
             -int x;
             +int x = 1; /* MUTATION */
             """)
-        write(two / 'variants/elsewhere.series', '# must-report: WARNING in f\n# flavour: debug\nelsewhere.patch\n')
-        write(two / 'variants/elsewhere.patch', '--- a/net/a.c\n+++ b/net/a.c\n')
-        write(two / 'variants/rare.series', '# by-hand: missed 5 of 5\n# must-fail: p t\n')
+        write(two / 'mutations/elsewhere.patch', '# must-report: WARNING in f\n# flavour: debug\n'
+              '--- a/net/a.c\n+++ b/net/a.c\n')
+        write(two / 'mutations/rare.patch', '# by-hand: missed 5 of 5\n# must-fail: p t\n')
+        write(two / 'mutations/nothing.patch', '# append: x=1\n')
         src = self.kit / 'build/labs/02-second/src'
         write(src / 'fs/new.c', 'int x;\n')
         write(src / 'fs/old.c', 'int y;\n')
@@ -69,21 +73,31 @@ class Labs(MadeUpKit):
             labs.resolve('3', self.kit)
 
     def test_header_lines_first_of_each_key(self):
-        v = self.two.variant('in-exercise')
-        self.assertEqual(v.must_fail, ['prog_test', 'one', 'two'])
-        self.assertTrue(v.is_mutation)
-        self.assertEqual(v.flavour, 'default')
+        m = self.two.mutation('in-exercise')
+        self.assertEqual(m.must_fail, ['prog_test', 'one', 'two'])
+        self.assertEqual(m.flavour, 'default')
 
     def test_variants_and_mutations(self):
-        kinds = {v.name: (v.is_mutation, v.flavour, bool(v.by_hand)) for v in self.two.variants()}
-        self.assertEqual(kinds, {'before': (False, 'default', False),
-                                 'elsewhere': (True, 'debug', False),
-                                 'in-exercise': (True, 'default', False),
-                                 'rare': (True, 'default', True)})
+        self.assertEqual([v.name for v in self.two.variants()], ['before'])
         self.assertEqual(self.two.variant('before').append, 'lab.tests=t')
-        self.assertEqual(self.two.variant('in-exercise').changed_files(), ['fs/new.c'])
+        kinds = {m.name: (m.flavour, bool(m.by_hand), m.must_report) for m in self.two.mutations()}
+        self.assertEqual(kinds, {'elsewhere': ('debug', False, 'WARNING in f'),
+                                 'in-exercise': ('default', False, ''),
+                                 'nothing': ('default', False, ''),
+                                 'rare': ('default', True, '')})
+        self.assertEqual(self.two.mutation('in-exercise').changed_files(), ['fs/new.c'])
         with self.assertRaisesRegex(labs.LabError, 'has no variant'):
             self.two.variant('nope')
+        with self.assertRaisesRegex(labs.LabError, 'has no mutation'):
+            self.two.mutation('nope')
+
+    def test_mutation_series_is_the_labs_and_its_patch(self):
+        path = self.two.mutation('elsewhere').series_file(self.two)
+        self.assertEqual(path, self.kit / 'build/labs/02-second/mutations/elsewhere.series')
+        self.assertEqual(path.read_text(), '../../../../labs/02-second/patches/0001-a.patch\n'
+                                           '../../../../labs/02-second/mutations/elsewhere.patch\n')
+        for line in path.read_text().splitlines():
+            self.assertTrue((path.parent / line).is_file(), line)
 
     def test_kernel_exercise_files(self):
         self.assertEqual(self.two.kernel_exercise_files(), ['fs/new.c', 'fs/old.c'])
@@ -102,14 +116,14 @@ class Labs(MadeUpKit):
 class WhichKernel(MadeUpKit):
     def test_mutation_of_an_exercise_file_is_an_overlay_on_the_skeleton(self):
         k = kernels.which_kernel(self.two, 'mutation', exercises=Path('/m'),
-                                 variant=self.two.variant('in-exercise'))
+                                 mutation=self.two.mutation('in-exercise'))
         self.assertEqual((k.tree, k.overlay, k.series), ('skeleton', Path('/m'), None))
 
     def test_mutation_elsewhere_is_a_variant_tree(self):
-        v = self.two.variant('elsewhere')
-        k = kernels.which_kernel(self.two, 'mutation', 'debug', Path('/m'), v)
+        m = self.two.mutation('elsewhere')
+        k = kernels.which_kernel(self.two, 'mutation', 'debug', Path('/m'), mutation=m)
         self.assertEqual((k.tree, k.overlay, k.series, k.flavour),
-                         ('variant-elsewhere', None, v.series, 'debug'))
+                         ('variant-elsewhere', None, m.series_file(self.two), 'debug'))
 
     def test_work_tree_only_for_kernel_exercises(self):
         ex = self.kit / 'labs/02-second/exercises'
@@ -132,11 +146,14 @@ class WhichKernel(MadeUpKit):
                 self.assertNotIn(name, env)
             skel = self.kit / 'skel'
             (skel / 'kernel').mkdir(parents=True)
-            env = vm.Boot(kernels.which_kernel(self.two, 'skeleton', exercises=skel), 'test', skel,
-                          'skeleton', Path('/l'), append='lab.selftests=0', tests_lab=self.one).env()
-            self.assertEqual((env['KIT_TREE'], env['KIT_KERNEL_SRC'], env['APPEND'], env['TESTS_LAB']),
-                             ('skeleton', str(skel), 'lab.selftests=0', '01-first'))
-            self.assertNotIn('LIVE_DIR', env)
+            boot = vm.Boot(kernels.which_kernel(self.two, 'skeleton', exercises=skel), 'test', skel,
+                           'skeleton', Path('/l'), append='lab.selftests=0', tests_lab=self.one)
+            env = boot.env()
+            self.assertEqual((env['KIT_TREE'], env['KIT_KERNEL_SRC'], env['TESTS_LAB']),
+                             ('skeleton', str(skel), '01-first'))
+            # The kernel arguments are the boot's, not the caller's APPEND.
+            q = boot.qemu(env, Path('/l'))
+            self.assertEqual((q.append, q.live_dir, q.name), ('lab.selftests=0', None, '02-second (default kernel)'))
 
     def test_flavour_boot_settings_yield_to_the_users(self):
         write(self.two.dir / 'flavours/slow.config', '# boot: MEM=1G TIMEOUT=900\n# append: x=1\n')
@@ -144,7 +161,9 @@ class WhichKernel(MadeUpKit):
                        'solution', append='lab.tests=t')
         with mock.patch.dict(os.environ, {'MEM': '2G'}):
             env = boot.env()
-        self.assertEqual((env['MEM'], env['TIMEOUT'], env['APPEND']), ('2G', '900', 'lab.tests=t x=1'))
+        self.assertEqual((env['MEM'], env['TIMEOUT'], boot.kernel_args()), ('2G', '900', 'lab.tests=t x=1'))
+        q = boot.qemu(env, Path('/l'))
+        self.assertEqual((q.mem, q.timeout), ('2G', 900.0))
 
     def test_unknown_flavour(self):
         with self.assertRaisesRegex(labs.LabError, "no kernel flavour 'nope'"):
@@ -267,37 +286,38 @@ class Suite(MadeUpKit):
         self.assertIn('results/build.log', text)
 
     def test_mutation_sources_hold_the_mutated_tree_files(self):
-        m = suite.Mutation(self.two, self.two.variant('in-exercise'), 'default', self.kit / 'r',
-                           self.kit / 'r', results.Results())
+        m = suite.MutationCheck(self.two, self.two.mutation('in-exercise'), 'default', self.kit / 'r',
+                                self.kit / 'r', results.Results())
         with redirect_stdout(io.StringIO()):
             out = m.sources()
         self.assertEqual((out / 'kernel/fs/new.c').read_text(), 'int x = 1; /* MUTATION */\n')
         self.assertEqual((out / 'kernel/fs/old.c').read_text(), 'int y;\n')
         self.assertTrue((out / 'prog.c').is_file())
 
-    def test_mutation_that_changes_nothing_is_refused(self):
-        m = suite.Mutation(self.two, self.two.variant('rare'), 'default', self.kit / 'r',
-                           self.kit / 'r', results.Results())
-        with self.assertRaisesRegex(labs.LabError, 'changed no kernel file'), \
-                redirect_stdout(io.StringIO()):
+    def test_mutation_that_does_not_apply_is_refused(self):
+        m = suite.MutationCheck(self.two, self.two.mutation('rare'), 'default', self.kit / 'r',
+                                self.kit / 'r', results.Results())
+        with self.assertRaisesRegex(labs.LabError, 'rare.patch must change only files of solution/kernel/'), \
+                redirect_stdout(io.StringIO()), mock.patch.object(suite, 'run', return_value=1):
             m.sources()
 
-    def test_a_variant_without_musts_is_no_mutation(self):
+    def test_a_mutation_without_musts_is_refused(self):
         with self.assertRaisesRegex(labs.LabError, 'has no must-fail'):
-            suite.Mutation(self.two, self.two.variant('before'), 'default', self.kit, self.kit,
-                           results.Results())
+            suite.MutationCheck(self.two, self.two.mutation('nothing'), 'default', self.kit, self.kit,
+                                results.Results())
 
 
 class RealLabs(unittest.TestCase):
-    def test_every_mutation_of_the_kit_is_read(self):
+    def test_every_variant_and_mutation_of_the_kit_is_read(self):
         for lab in labs.all_labs():
             for v in lab.variants():
                 with self.subTest(lab=lab.name, variant=v.name):
-                    self.assertTrue(v.series.is_file())
                     for p in v.own_patches():
                         self.assertTrue(p.is_file(), p)
-                    if v.is_mutation and not v.must_not_build:
-                        self.assertTrue(v.must_fail or v.must_report)
+            for m in lab.mutations():
+                with self.subTest(lab=lab.name, mutation=m.name):
+                    self.assertTrue(m.must_fail or m.must_report or m.must_not_build)
+                    self.assertTrue(m.changed_files())
 
 
 if __name__ == '__main__':

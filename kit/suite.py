@@ -103,15 +103,18 @@ class LabSuite:
         self.skeleton_checks()
         for flavour in lab.flavours():
             self.flavour_check(flavour)
+        # A variant's "# flavour:" line says which kernel it is built as: a
+        # normal run boots the default ones, DEBUG=1 the debug ones.
         for variant in lab.variants():
-            if variant.flavour != self.main:
-                continue
-            if variant.by_hand:
-                say(f'=== {lab.name}: mutation {variant.name} is run by hand: {variant.by_hand}')
-            elif variant.is_mutation:
-                Mutation(lab, variant, self.main, self.res, self.reports, self.results).run()
-            else:
+            if variant.flavour == self.main:
                 self.variant_check(variant)
+        for mutation in lab.mutations():
+            if mutation.flavour != self.main:
+                continue
+            if mutation.by_hand:
+                say(f'=== {lab.name}: mutation {mutation.name} is run by hand: {mutation.by_hand}')
+            else:
+                MutationCheck(lab, mutation, self.main, self.res, self.reports, self.results).run()
         for script in lab.gdb_scripts():
             self.gdb_script_check(script)
 
@@ -198,9 +201,9 @@ class LabSuite:
         self.results.write_tap(f'{lab.name}/tree.tap', self.res / 'tree.tap', [result])
 
 
-class Mutation:
-    """A variant that re-introduces a bug on purpose, built, booted and
-    checked against what its header says must show.
+class MutationCheck:
+    """A mutation (labs.Mutation) built, booted and checked against what
+    its header says must show.
 
     "# must-fail: PROGRAM TEST...": those tests fail on it (up to five
     boots: a race is caught by chance). "# must-report: TITLE": the
@@ -216,17 +219,17 @@ class Mutation:
     # about once in 70 runs); a mutation caught at once boots once.
     TRIES = 5
 
-    def __init__(self, lab, variant, flavour, res, reports, results):
-        self.lab, self.variant, self.flavour = lab, variant, flavour
+    def __init__(self, lab, mutation, flavour, res, reports, results):
+        self.lab, self.mutation, self.flavour = lab, mutation, flavour
         self.res, self.reports, self.results = Path(res), Path(reports), results
-        if not variant.is_mutation:
-            raise LabError(f'{rel(variant.series)} has no must-fail, must-report or must-not-build line')
+        if not (mutation.must_fail or mutation.must_report or mutation.must_not_build):
+            raise LabError(f'{rel(mutation.patch)} has no must-fail, must-report or must-not-build line')
 
     def sources(self):
         """The mutation's sources: the solution's programs, and its kernel
         files as the lab's patched tree has them with the mutation's own
         patches applied."""
-        lab, out = self.lab, self.lab.build / 'mutant-src' / self.variant.name
+        lab, out = self.lab, self.lab.build / 'mutant-src' / self.mutation.name
         shutil.rmtree(out, ignore_errors=True)
         out.mkdir(parents=True)
         for f in list(lab.solution.glob('*.c')) + list(lab.solution.glob('*.h')):
@@ -237,19 +240,18 @@ class Mutation:
         for f in files:
             (out / 'kernel' / f).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(lab.src() / f, out / 'kernel' / f)
-        for patch in self.variant.own_patches():
-            # Outside any repository, git apply is plain patch: inside the
-            # kit's own, it would skip every path outside its cwd silently.
-            env = dict(os.environ, GIT_CEILING_DIRECTORIES=str(out.parent))
-            if run('git', 'apply', '--directory=kernel', patch, cwd=out, env=env) != 0:
-                raise LabError(f'{rel(self.variant.series)}: {patch.name} must change only files '
-                               'of solution/kernel/')
+        # Outside any repository, git apply is plain patch: inside the
+        # kit's own, it would skip every path outside its cwd silently.
+        env = dict(os.environ, GIT_CEILING_DIRECTORIES=str(out.parent))
+        patch = self.mutation.patch
+        if run('git', 'apply', '--directory=kernel', patch, cwd=out, env=env) != 0:
+            raise LabError(f'{rel(patch)} must change only files of solution/kernel/')
         if all(filecmp_same(lab.src() / f, out / 'kernel' / f) for f in files):
-            raise LabError(f'{rel(self.variant.series)} changed no kernel file: the mutation is not there')
+            raise LabError(f'{rel(patch)} changed no kernel file: the mutation is not there')
         return out
 
     def run(self):
-        v, lab = self.variant, self.lab
+        v, lab = self.mutation, self.lab
         musts = []
         if v.must_fail:
             musts.append('fail: ' + ' '.join(v.must_fail))
@@ -261,7 +263,7 @@ class Mutation:
         log = self.res / f'mutant-{v.name}.console.log'
         tap = self.results.add(f'{lab.name}/mutant-{v.name}.tap', self.res / f'mutant-{v.name}.tap')
         transcript = self.reports / f'report-{v.name}.txt'
-        kernel = which_kernel(lab, 'mutation', self.flavour, variant=v)
+        kernel = which_kernel(lab, 'mutation', self.flavour, mutation=v)
         if kernel.tree == 'skeleton':
             src = self.sources()
             kernel = replace(kernel, overlay=src)
@@ -314,12 +316,12 @@ def make_test(names):
     return results.summary()
 
 
-def one_mutation(lab_name, variant_name, out=None):
+def one_mutation(lab_name, name, out=None):
     """A mutation by hand (one make test leaves to a person): its results
     and report in out (build/labs/NN/hunt by default)."""
     lab = resolve(lab_name)
-    v = lab.variant(variant_name)
+    m = lab.mutation(name)
     out = Path(out) if out else lab.build / 'hunt'
     results = Results()
-    Mutation(lab, v, v.flavour, out, out, results).run()
+    MutationCheck(lab, m, m.flavour, out, out, results).run()
     return results.summary()

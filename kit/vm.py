@@ -11,9 +11,9 @@ runs QEMU (qemu.py) in one of its modes:
   shell        the attendee's shell on this terminal (make lab)
   shell-check  that shell driven by vm/check/shell-check.py (make test)
 
-Boot.env() is the one place that sets what initramfs.sh and
-shell-check.py read; the user's own settings (ACCEL, MEM, SMP, GDB,
-WAIT, GDB_PORT, TIMEOUT, BOOT_TIMEOUT) pass through.
+Boot.env() is the one place that sets what initramfs.sh reads (with
+Kernel.env()); the user's own settings (ACCEL, MEM, SMP, GDB, WAIT,
+GDB_PORT, TIMEOUT, BOOT_TIMEOUT) pass through to Qemu.from_env().
 """
 import os
 import shutil
@@ -30,7 +30,7 @@ from .qemu import Qemu, port_listening
 
 SCRIPTS = KIT / 'vm'
 # Set by Boot.env() only, never taken from the caller's environment.
-BOOT_VARS = ('QUIET', 'APPEND', 'TESTS_LAB', 'LIVE_DIR', 'LAB_NAME')
+BOOT_VARS = ('TESTS_LAB',)
 RUN_SECONDS = KIT / 'vm' / 'config' / 'run-seconds'
 
 
@@ -75,27 +75,36 @@ class Boot:
     def log_path(self):
         return Path(self.log) if self.log else self.lab.build / f'{self.tag}.log'
 
+    @property
+    def name(self):
+        return f'{self.lab.name} ({self.kernel.flavour} kernel)'
+
+    @property
+    def live_dir(self):
+        # The folder make programs builds into, shared with make lab's VM.
+        return self.lab.build / 'live' if self.mode == 'shell' else None
+
+    def flavour_headers(self):
+        conf = self.kernel.flavour_config()
+        return headers(conf) if conf else {}
+
+    def kernel_args(self):
+        """The caller's kernel arguments, then the flavour's "# append:"
+        line."""
+        return f'{self.append} {self.flavour_headers().get("append", "")}'.strip()
+
     def env(self):
+        """What the scripts and QEMU read: the kernel's fields, this boot's
+        settings, and the flavour's "# boot:" VM settings (MEM, TIMEOUT...),
+        where the user or the caller set none."""
         env = {k: v for k, v in self.kernel.env().items() if k not in BOOT_VARS}
         env.update(self.settings or {})
-        env['QUIET'] = '1' if self.quiet else '0'
-        append = self.append
-        # The flavour's config file says what else its VM needs: "# boot:"
-        # settings (one the user set wins) and "# append:" kernel arguments.
-        conf = self.kernel.flavour_config()
-        if conf:
-            h = headers(conf)
-            for setting in h.get('boot', '').split():
-                name, _, value = setting.partition('=')
-                if not env.get(name):
-                    env[name] = value
-            append = f'{append} {h.get("append", "")}'.strip()
-        env['APPEND'] = append
+        for setting in self.flavour_headers().get('boot', '').split():
+            name, _, value = setting.partition('=')
+            if not env.get(name):
+                env[name] = value
         if self.tests_lab:
             env['TESTS_LAB'] = self.tests_lab.name
-        env['LAB_NAME'] = f'{self.lab.name} ({self.kernel.flavour} kernel)'
-        if self.mode == 'shell':
-            env['LIVE_DIR'] = str(self.lab.build / 'live')
         return env
 
     def run(self, **popen):
@@ -137,21 +146,20 @@ class Boot:
         shutil.copy(f'{log}.json', self.lab.build / 'last-boot.json')
         if self.mode == 'shell-check':
             return subprocess.run([sys.executable, str(SCRIPTS / 'check' / 'shell-check.py'), self.lab.name,
-                                   str(self.kernel.bzimage), str(self.initrd), str(exercises), str(log)],
-                                  env=env, **popen).returncode
+                                   str(self.kernel.bzimage), str(self.initrd), str(exercises), str(log),
+                                   self.kernel_args()], env=env, **popen).returncode
         if self.mode == 'shell':
             # It starts empty: the VM runs what its initramfs holds until
             # the next make programs.
-            live = Path(env['LIVE_DIR'])
-            shutil.rmtree(live, ignore_errors=True)
-            live.mkdir(parents=True)
+            shutil.rmtree(self.live_dir, ignore_errors=True)
+            self.live_dir.mkdir(parents=True)
             print(f'Rebuild your programs into this VM from another terminal: make programs '
                   f'LAB={self.lab.number}', file=sys.stderr)
         return self.qemu(env, log).run(**popen)
 
     def qemu(self, env, log):
-        return Qemu.from_env(self.mode, self.kernel.bzimage, self.initrd, log, env, append=env['APPEND'],
-                             name=env['LAB_NAME'], live_dir=env.get('LIVE_DIR'), quiet=self.quiet)
+        return Qemu.from_env(self.mode, self.kernel.bzimage, self.initrd, log, env, append=self.kernel_args(),
+                             name=self.name, live_dir=self.live_dir, quiet=self.quiet)
 
 
 def free_port():

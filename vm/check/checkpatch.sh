@@ -17,7 +17,7 @@ checkpatch=$PRISTINE/scripts/checkpatch.pl
 results() {
 	local l p out
 	for l in $(all_labs); do
-		for p in "$(lab_dir "$l")"/patches/*.patch "$(lab_dir "$l")"/variants/*.patch; do
+		for p in "$(lab_dir "$l")"/patches/*.patch "$(lab_dir "$l")"/variants/*.patch "$(lab_dir "$l")"/mutations/*.patch; do
 			[ -f "$p" ] || continue
 			out=$(perl "$checkpatch" --strict --no-tree --ignore UNKNOWN_COMMIT_ID \
 				--no-color --quiet "$p" 2>&1) || true

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The lab VM's shell, driven as an attendee drives it, on a terminal.
 
-  shell-check.py LAB BZIMAGE INITRD EXERCISE_DIR TAP
+  shell-check.py LAB BZIMAGE INITRD EXERCISE_DIR TAP [KERNEL_ARGS]
 
 Boots the VM (python3 -m kit qemu) in shell mode on a pseudo-terminal (what
 `make lab` does on a real one), types at its prompt and writes what it saw
@@ -40,11 +40,11 @@ MARK = 'edited-in-place'
 
 
 class Vm:
-    def __init__(self, kernel, initrd, live):
+    def __init__(self, kernel, initrd, live, append=''):
         env = dict(os.environ)
         env.pop('GDB', None)
         env.pop('WAIT', None)
-        append = (os.environ.get('APPEND', '') + ' lab.selftests=0').strip()
+        append = (append + ' lab.selftests=0').strip()
         log = os.path.join(os.environ.get('BUILD') or os.path.join(KIT, 'build'), 'vm-shell.log')
         self.pid, self.fd = pty.fork()
         if self.pid == 0:
@@ -133,9 +133,10 @@ def edit_program(exdir):
 
 
 def main(argv):
-    if len(argv) != 6:
+    if len(argv) not in (6, 7):
         sys.exit(__doc__)
-    lab, kernel, initrd, exdir, tap = argv[1:]
+    lab, kernel, initrd, exdir, tap = argv[1:6]
+    append = argv[6] if len(argv) == 7 else ''
     results = []
 
     def check(ok, what, note=''):
@@ -147,7 +148,7 @@ def main(argv):
     os.mkdir(live)
     shutil.copytree(exdir, src)
     build = [os.path.join(KIT, 'vm', 'build', 'programs.sh'), lab, src, live]
-    vm = Vm(kernel, initrd, live)
+    vm = Vm(kernel, initrd, live, append)
     try:
         booted = vm.expect(PROMPT, float(os.environ.get('BOOT_TIMEOUT', 120)))
         if not check(booted, 'the VM shell shows its prompt'):

@@ -230,7 +230,7 @@ reports() {
 	echo "kernel reports: the last lab's mutations, edit to verdict (incremental build and boot)"
 	printf '  %-34s %8s   %s\n' "mutation" "seconds" "what the kit said first"
 	for m in compile-error boot-panic endless-loop null-deref; do
-		v=$(lab_dir "$last")/variants/$m.series
+		v=$(lab_dir "$last")/mutations/$m.patch
 		[ -f "$v" ] || continue
 		s=$SECONDS
 		(cd "$KIT" && python3 -m kit mutation "$last" "$m" "$outdir/reports") \

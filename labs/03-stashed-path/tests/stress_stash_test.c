@@ -182,7 +182,7 @@ static int kmemleak_cmd(const char *cmd)
  * grace period ends (spinners in userspace are quiescent at once), the
  * dentry is freed, and the opener's lockref_get_not_dead() reads freed
  * memory. Only KASAN sees that read, so the hunt needs the debug kernel;
- * on the RCU-less variant (variants/stash-outside-rcu) KASAN reported it
+ * on the RCU-less mutation (mutations/stash-outside-rcu) KASAN reported it
  * within a minute in every run we made, on the lab's solution never.
  */
 #define HUNT_SECONDS 120
