@@ -46,14 +46,9 @@ class Flavour:
     headers: dict = field(default_factory=dict, compare=False)
 
 
-@dataclass(frozen=True)
-class Variant:
-    """variants/NAME.series: the lab's kernel with another series (lines
-    ../patches/X are the lab's own patches, others its own), booted with
-    its "# append:" kernel arguments: lab 04's kernel before the fix."""
-    name: str
-    series: Path
-    headers: dict = field(default_factory=dict, compare=False)
+class BootHeaders:
+    """The header lines every other kernel of a lab may have: "# append:"
+    kernel arguments, and "# flavour:" the kernel it is built as."""
 
     @property
     def append(self):
@@ -62,6 +57,16 @@ class Variant:
     @property
     def flavour(self):
         return self.headers.get('flavour') or 'default'
+
+
+@dataclass(frozen=True)
+class Variant(BootHeaders):
+    """variants/NAME.series: the lab's kernel with another series (lines
+    ../patches/X are the lab's own patches, others its own), booted with
+    its "# append:" kernel arguments: lab 04's kernel before the fix."""
+    name: str
+    series: Path
+    headers: dict = field(default_factory=dict, compare=False)
 
     def own_patches(self):
         """The series' patches that are not the lab's own (../patches/)."""
@@ -81,7 +86,7 @@ def changed_files(patch):
 
 
 @dataclass(frozen=True)
-class Mutation:
+class Mutation(BootHeaders):
     """mutations/NAME.patch: a bug put back on purpose, one patch (git
     format-patch) on top of the lab's series. Its header lines sit in the
     patch's notes, between the "---" line and the diff, where git am and
@@ -97,14 +102,6 @@ class Mutation:
     name: str
     patch: Path
     headers: dict = field(default_factory=dict, compare=False)
-
-    @property
-    def append(self):
-        return self.headers.get('append', '')
-
-    @property
-    def flavour(self):
-        return self.headers.get('flavour') or 'default'
 
     @property
     def by_hand(self):
@@ -193,18 +190,17 @@ class Lab:
         return [Mutation(p.stem, p, headers(p)) for p in sorted((self.dir / 'mutations').glob('*.patch'))]
 
     def mutation(self, name):
-        for m in self.mutations():
-            if m.name == name:
-                return m
-        raise LabError(f'lab {self.name} has no mutation {name!r}; it has: '
-                       + ' '.join(m.name for m in self.mutations()))
+        return self._named('mutation', self.mutations(), name)
 
     def variant(self, name):
-        for v in self.variants():
-            if v.name == name:
-                return v
-        raise LabError(f'lab {self.name} has no variant {name!r}; it has: '
-                       + ' '.join(v.name for v in self.variants()))
+        return self._named('variant', self.variants(), name)
+
+    def _named(self, kind, records, name):
+        for r in records:
+            if r.name == name:
+                return r
+        raise LabError(f'lab {self.name} has no {kind} {name!r}; it has: '
+                       + ' '.join(r.name for r in records))
 
     def gdb_scripts(self):
         return sorted((self.dir / 'gdb').glob('*.gdb'))

@@ -154,6 +154,18 @@ def report_corpus():
         yield name, path, head
 
 
+def result_of(path):
+    """What make check prints for the console log at path, with its
+    report record (no vmlinux: the frames stay undecoded)."""
+    with tempfile.TemporaryDirectory() as d:
+        log = os.path.join(d, 'check.log')
+        shutil.copyfile(path, log)
+        kreport.write_record(log + '.json', log, '/nonexistent/vmlinux', d)
+        with contextlib.redirect_stdout(io.StringIO()) as out:
+            tap.summary([f'x={log}'])
+    return out.getvalue()
+
+
 class KernelReports(unittest.TestCase):
     """The report parser on real console logs of make test's mutations
     (vm/check/reports/NAME.log, whose first line says "# title: ..." and
@@ -217,15 +229,10 @@ class KernelReports(unittest.TestCase):
     def test_tests_after_a_report_are_grouped_under_it(self):
         for name, path, head in self.corpus():
             if head.get('grouped'):
-                with tempfile.TemporaryDirectory() as d:
-                    log = os.path.join(d, 'check.log')
-                    shutil.copyfile(path, log)
-                    kreport.write_record(log + '.json', log, '/nonexistent/vmlinux', d)
-                    with contextlib.redirect_stdout(io.StringIO()) as out:
-                        tap.summary([f'x={log}'])
-                text = out.getvalue().splitlines()
+                out = result_of(path)
+                text = out.splitlines()
                 self.assertTrue(text[0].startswith('  KERNEL REPORT: ' + head['title']), text[:3])
-                self.assertIn(f'after the kernel report above ({head["title"]})', out.getvalue())
+                self.assertIn(f'after the kernel report above ({head["title"]})', out)
                 return
         self.fail('no corpus log says "# grouped: yes"')
 
@@ -425,18 +432,14 @@ class TimeLimit(unittest.TestCase):
 
     def test_result_shows_it_first(self):
         for name, path, head in self.corpus():
-            with self.subTest(log=name), tempfile.TemporaryDirectory() as d:
-                log = os.path.join(d, 'check.log')
-                shutil.copyfile(path, log)
-                kreport.write_record(log + '.json', log, '/nonexistent/vmlinux', d)
-                with contextlib.redirect_stdout(io.StringIO()) as out:
-                    tap.summary([f'x={log}'])
-                text = out.getvalue().splitlines()
+            with self.subTest(log=name):
+                out = result_of(path)
+                text = out.splitlines()
                 self.assertEqual(text[0], '  ' + head['title'])
                 self.assertEqual(text[1], f'    during {head["test"]}')
                 # The test that never finished is the news, not a consequence.
-                self.assertIn(f'    FAIL: {head["test"]}: never finished', out.getvalue())
-                self.assertNotIn('after the', out.getvalue())
+                self.assertIn(f'    FAIL: {head["test"]}: never finished', out)
+                self.assertNotIn('after the', out)
 
 
 class Markers(unittest.TestCase):
