@@ -22,9 +22,11 @@ When it stops the VM at BOOT_TIMEOUT or TIMEOUT, the kernel's detectors
 said nothing (or the VM would have stopped earlier): a loop that calls
 cond_resched() is no soft lockup, a task that sleeps interruptibly is no
 hung task. So it first asks QEMU's monitor for every vCPU's registers, a
-few times, and appends them to LOG between kreport.REGS_BEGIN and
-REGS_END lines, for kreport.py to say where each CPU was. Not with
-STOP_STUCK 0: the CPUs are where a debugger left them.
+few times, and for the stack of each CPU the last time caught running
+kernel code, and appends them to LOG between kreport.REGS_BEGIN and
+REGS_END lines, for kreport.py to say where each CPU was and which code
+addresses its stack holds. Not with STOP_STUCK 0: the CPUs are where a
+debugger left them.
 
 Exit status, as kit/qemu.py documents it: 0 the guest passed, 1 it
 failed, 2 no verdict (a hang, a panic, a crash, a timeout), with the
@@ -53,6 +55,14 @@ POLL = 0.02
 # catch a looping CPU in the timer's interrupt.
 SAMPLES = 5
 SAMPLE_GAP = 0.1
+# Then the stack of each CPU the last sample caught running kernel code:
+# 1 KiB from RSP, room for a dozen frames (in the first real run, a read
+# of /dev/urandom had its system call's entry 664 bytes up, 9 frames);
+# never past the 16 KiB boundary above RSP, where a kernel stack of
+# x86-64 ends (THREAD_SIZE, the IRQ stacks' size too) and the next one's
+# words would pass for this one's callers.
+STACK_WORDS = 128
+STACK_END = 16384
 
 
 class Port:
@@ -111,7 +121,10 @@ def vcpu_registers(path, samples=SAMPLES, wait=5.0):
     through its QMP socket at path, a few times. The VM is stopped for
     each: TCG writes a running vCPU's RIP back to its state only now and
     then, a stopped one's is where it stopped. The FPU and vector
-    registers are left out: they say nothing about where a CPU was."""
+    registers are left out: they say nothing about where a CPU was.
+    Then, the VM still stopped, the stack of each CPU the last sample
+    caught in kernel mode and not halted (kreport.STACK lines): what the
+    kernel's own report would have unwound, had one fired."""
     with socket.socket(socket.AF_UNIX) as s:
         s.settimeout(wait)
         s.connect(path)
@@ -140,15 +153,33 @@ def vcpu_registers(path, samples=SAMPLES, wait=5.0):
                 time.sleep(SAMPLE_GAP)
             ask('stop')
             text += ask('human-monitor-command', **{'command-line': 'info registers -a'})
-    out, fpu = [], False
-    for line in text.replace('\r', '').splitlines():
-        if line.startswith('CPU#'):
-            fpu = False
-        fpu = fpu or line.startswith('FCW=')
-        if line.strip() and not fpu:
-            out.append(line.rstrip())
-    if not any(line.startswith('RIP=') for line in out):
-        raise OSError('no RIP in its answer')
+        out, fpu = [], False
+        for line in text.replace('\r', '').splitlines():
+            if line.startswith('CPU#'):
+                fpu = False
+            fpu = fpu or line.startswith('FCW=')
+            if line.strip() and not fpu:
+                out.append(line.rstrip())
+        if not any(line.startswith('RIP=') for line in out):
+            raise OSError('no RIP in its answer')
+        dump = kreport.Registers(kreport.REGS_BEGIN, 1, None)
+        dump.lines += out
+        for n, cpu in sorted(dump.last().items()):
+            # A halted CPU's stack is the idle loop's, a user-mode one's
+            # is the program's.
+            if cpu.user or cpu.halted or cpu.rsp is None:
+                continue
+            words = min(STACK_WORDS, (STACK_END - cpu.rsp % STACK_END) // 8)
+            # The address, not $sp: the same RSP as the dump's, and 7.2's
+            # HMP has no $rsp. cpu-index: its page tables, not CPU 0's.
+            try:
+                got = ask('human-monitor-command', **{'command-line': f'x /{words}gx 0x{cpu.rsp:x}',
+                                                      'cpu-index': n})
+            except OSError as e:
+                got = f'not read: {e}'
+            out.append(f'{kreport.STACK} CPU{n} RSP={cpu.rsp:016x}, {words} words, '
+                       f'"x /{words}gx" with the VM stopped at the last sample')
+            out += [line.rstrip() for line in got.replace('\r', '').splitlines() if line.strip()]
     return out
 
 
@@ -227,7 +258,8 @@ def run(log, boot_timeout, timeout, echo, stop_stuck, accel, command):
                 # the log. Not echoed: the result shows it decoded.
                 take()
                 out.write(f'{kreport.REGS_BEGIN} {limit}: every vCPU\'s registers, from QEMU\'s '
-                          f'monitor, {SAMPLES} times {SAMPLE_GAP} s apart, the VM stopped\n')
+                          f'monitor, {SAMPLES} times {SAMPLE_GAP} s apart, the VM stopped; then '
+                          'the stack of each CPU running kernel code at the last\n')
                 out.write(''.join(line + '\n' for line in registers) + kreport.REGS_END + '\n')
                 why = (why[0], 'where each CPU was follows in the result, decoded to file and '
                        'line; ' + why[1])

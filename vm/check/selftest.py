@@ -5,9 +5,9 @@ What make test believes comes from a few parsers: the TAP counts
 (tap-summary.py), the exercise rendering (exercises.py), the transcript
 masking (transcripts.py), the build progress filter (kbuild-progress.awk),
 the run record make gdb reads (lib.sh) and the kernel report parser
-(kreport.py) on real console logs, with the vCPUs' registers console.py
-takes from QEMU's monitor at a time limit (from a stand-in QEMU, decoded
-on a small ELF built here). A bug there turns a failing
+(kreport.py) on real console logs, with the vCPUs' registers and stacks
+console.py takes from QEMU's monitor at a time limit (from a stand-in
+QEMU, decoded on a small ELF built here). A bug there turns a failing
 lab into a green run, so each gets cases whose answer is known, including
 the ones that must come out as failures; kbuild.sh's shortcut that
 skips Kbuild when nothing changed, and the `cmd` it gives 6.1's Kbuild
@@ -146,7 +146,9 @@ REPORTS = os.path.join(VM, 'check', 'reports')
 
 
 def report_corpus():
-    for name in sorted(os.listdir(REPORTS)):
+    # Not the NAME.map beside a log: the lines of its kernel's System.map
+    # that decode it.
+    for name in sorted(n for n in os.listdir(REPORTS) if n.endswith('.log')):
         path = os.path.join(REPORTS, name)
         with open(path) as f:
             head = dict(line[2:].rstrip('\n').split(': ', 1) for line in f
@@ -241,8 +243,11 @@ console = load('boot/console')
 
 # A stand-in for qemu-system-x86_64 in console.py's run: the guest boots
 # (ttyS0 is its -serial file:), then only its QMP monitor answers, with
-# events in between, as QEMU's does, and a register dump of two vCPUs.
-FAKE_QEMU = r"""import json, os, socket, sys, time
+# events in between, as QEMU's does: a register dump of three vCPUs (CPU0
+# halted in the kernel, CPU1 in user mode, CPU2 running kernel code on a
+# stack 256 bytes below a 16 KiB boundary), and memory as 7.2's "x /Ngx"
+# prints it.
+FAKE_QEMU = r"""import json, os, re, socket, sys, time
 args = sys.argv[1:]
 serial = [a[len('file:'):] for a in args if a.startswith('file:')]
 with open(serial[0], 'a') as f:
@@ -250,11 +255,29 @@ with open(serial[0], 'a') as f:
 if '-qmp' not in args:
     time.sleep(60)
 qmp = args[args.index('-qmp') + 1].split(',')[0][len('unix:'):]
-DUMP = ('CPU#0\r\nRIP=ffffffff8101b63e RFL=00000246 [---Z-P-] CPL=0 II=0 A20=1 SMM=0 HLT=1\r\n'
+DUMP = ('CPU#0\r\nRSI=0000000000000000 RDI=0000000000000000 RBP=0000000000000000 '
+        'RSP=ffffffff82603e98\r\n'
+        'RIP=ffffffff8101b63e RFL=00000246 [---Z-P-] CPL=0 II=0 A20=1 SMM=0 HLT=1\r\n'
         'CS =0010 0000000000000000 ffffffff 00af9b00 DPL=0 CS64 [-RA]\r\n'
         'FCW=037f FSW=0000 [ST=0] FTW=00 MXCSR=00001f80\r\nYMM00=0000 0000\r\n'
-        'CPU#1\r\nRIP=00000000005278c2 RFL=00000246 [---Z-P-] CPL=3 II=0 A20=1 SMM=0 HLT=0\r\n'
-        'CS =0033 0000000000000000 ffffffff 00affb00 DPL=3 CS64 [-RA]\r\n')
+        'CPU#1\r\nRSI=0000000000000000 RDI=0000000000000000 RBP=0000000000000000 '
+        'RSP=00007ffc8d7fa1c8\r\n'
+        'RIP=00000000005278c2 RFL=00000246 [---Z-P-] CPL=3 II=0 A20=1 SMM=0 HLT=0\r\n'
+        'CS =0033 0000000000000000 ffffffff 00affb00 DPL=3 CS64 [-RA]\r\n'
+        'CPU#2\r\nRSI=0000000000000000 RDI=0000000000000000 RBP=0000000000000000 '
+        'RSP=ffffc90000013f00\r\n'
+        'RIP=ffffffff8136d6ea RFL=00040206 [-----P-] CPL=0 II=0 A20=1 SMM=0 HLT=0\r\n'
+        'CS =0010 0000000000000000 ffffffff 00af9b00 DPL=0 CS64 [-RA]\r\n')
+
+
+def memory(command):
+    n, at = re.fullmatch(r'x /(\d+)gx 0x([0-9a-f]+)', command).groups()
+    n, at = int(n), int(at, 16)
+    words = [0xffffffff81000000 + i for i in range(n)]
+    return ''.join(f'{at + 8 * i:016x}:' + ''.join(f' 0x{w:016x}' for w in words[i:i + 2]) + '\r\n'
+                   for i in range(0, n, 2))
+
+
 s = socket.socket(socket.AF_UNIX)
 s.bind(qmp)
 s.listen(1)
@@ -264,11 +287,14 @@ f.write('{"QMP": {"version": {}, "capabilities": []}}\n'); f.flush()
 log = open(os.environ['FAKE_QEMU_LOG'], 'a')
 for line in f:
     cmd = json.loads(line)
-    log.write(cmd['execute'] + '\n'); log.flush()
+    a = cmd.get('arguments', {})
+    log.write(' '.join([cmd['execute']] + [str(a[k]) for k in ('command-line', 'cpu-index')
+                                           if k in a]) + '\n'); log.flush()
     if cmd['execute'] in ('stop', 'cont'):
         f.write('{"event": "%s", "data": {}}\n' % cmd['execute'].upper())
     if cmd['execute'] == 'human-monitor-command':
-        f.write(json.dumps({'return': DUMP}) + '\n')
+        text = DUMP if a['command-line'] == 'info registers -a' else memory(a['command-line'])
+        f.write(json.dumps({'return': text}) + '\n')
     else:
         f.write('{"return": {}}\n')
     f.flush()
@@ -278,10 +304,12 @@ time.sleep(60)
 
 class TimeLimit(unittest.TestCase):
     """A run that reaches its time limit with no kernel report: console.py
-    asks QEMU's monitor for the vCPUs' registers, kreport.py says where
-    each CPU was, and the result shows it first. The corpus logs with a
-    "# cpus: CPU0 user, CPU1 busy" line are real dumps (busy, user or
-    idle in every sample)."""
+    asks QEMU's monitor for the vCPUs' registers and the stacks of those
+    in the kernel, kreport.py says where each CPU was and which code
+    addresses its stack holds, and the result shows it first. The corpus
+    logs with a "# cpus: CPU0 user, CPU1 busy" line are real dumps (busy,
+    user or idle in every sample); one with "# stacks: CPU0 105" has the
+    stacks too (105 words read), NAME.map beside it."""
 
     def corpus(self):
         for name, path, head in report_corpus():
@@ -303,6 +331,131 @@ class TimeLimit(unittest.TestCase):
                                       for v in samples}, {mode}, want)
                 seen += 1
         self.assertGreaterEqual(seen, 2, 'the corpus lost its time-limit logs')
+
+    def test_stacks_in_the_corpus(self):
+        """A real log's stacks, decoded with the lines of its kernel's
+        System.map beside it (no vmlinux: no file:line): every word from
+        RSP up, and the code addresses among them nearest first, as the
+        log's "# frames CPUn:" lines list them."""
+        seen = 0
+        for name, path, head in self.corpus():
+            if 'stacks' not in head:
+                continue
+            with self.subTest(log=name), tempfile.TemporaryDirectory() as d:
+                shutil.copyfile(path[:-len('.log')] + '.map', os.path.join(d, 'System.map'))
+                r = kreport.find(kreport.read_lines(path))[-1]
+                lines, _ = r.decode(os.path.join(d, 'vmlinux'), [])
+                last = r.last()
+                for want in head['stacks'].split(', '):
+                    n, words = (int(x) for x in want[3:].split())
+                    cpu = last[n]
+                    self.assertEqual(len(cpu.stack), words, want)
+                    self.assertEqual([a for a, _ in cpu.stack],
+                                     [cpu.rsp + 8 * i for i in range(words)], want)
+                    frames = head[f'frames CPU{n}'].split()
+                    self.assertEqual([s for s, _ in cpu.frames], frames)
+                    # Under the CPU's own lines, before the next CPU's.
+                    at = next(i for i, x in enumerate(lines) if x.startswith(f'CPU{n}: '))
+                    block = lines[at + 1:]
+                    block = block[:next((i for i, x in enumerate(block) if x.startswith('CPU')),
+                                        len(block))]
+                    self.assertEqual([x.strip() for x in block if '? ' in x],
+                                     ['? ' + f for f in frames])
+                    self.assertIn('not an unwound trace', ' '.join(block))
+                seen += 1
+        self.assertGreaterEqual(seen, 1, 'the corpus lost its log with stacks')
+
+    def test_stack_words_in_the_kernel_text(self):
+        """The words of a stack that are code addresses, and only those:
+        between _stext and _etext (not a function before the kernel's
+        text nor one after it, as init text is, nor data), each looked up
+        one byte back as a return address is, its offset still its own,
+        at the attendee's file; at most STACK_FRAMES of them, only under a
+        CPU running kernel code, and an unreadable stack said so."""
+        if not shutil.which('gcc'):
+            self.skipTest('no gcc')
+        with tempfile.TemporaryDirectory() as d:
+            tree = os.path.join(d, 'build', 'labs', '04-x')
+            out = os.path.join(tree, 'out', 'default')
+            write(os.path.join(tree, 'src', 'fs', 'pidfs.c'),
+                  'int counter;\n'
+                  'void before_text(void) { counter++; }\n'
+                  'void pidfs_alloc_file(void)\n'
+                  '{\n'
+                  '\tfor (;;)\n'
+                  '\t\tcounter++;\n'
+                  '}\n'
+                  'void stash(void) { pidfs_alloc_file(); }\n'
+                  'void after_stash(void) { counter++; }\n'
+                  'void init_text(void) { counter++; }\n'
+                  'void _start(void) { stash(); }\n')
+            os.makedirs(out)
+            vmlinux = os.path.join(out, 'vmlinux')
+            subprocess.run(['gcc', '-g', '-O0', '-nostdlib', '-static', '-fno-pie', '-no-pie',
+                            '-o', vmlinux, '../../src/fs/pidfs.c'], cwd=out, check=True)
+            nm = subprocess.run(['nm', '-n', vmlinux], capture_output=True, text=True,
+                                check=True).stdout
+            syms = {n: int(a, 16) for a, _, n in (x.split() for x in nm.splitlines()
+                                                  if len(x.split()) == 3)}
+            self.assertLess(syms['before_text'], syms['pidfs_alloc_file'])
+            self.assertLess(syms['after_stash'], syms['init_text'])
+            # The kernel's text from pidfs_alloc_file to init_text, as if
+            # before_text were not the kernel's and init_text were freed.
+            write(os.path.join(out, 'System.map'),
+                  nm + f'{syms["pidfs_alloc_file"]:016x} T _stext\n'
+                       f'{syms["init_text"]:016x} T _etext\n')
+            start, size = syms['pidfs_alloc_file'], syms['stash'] - syms['pidfs_alloc_file']
+            addrs = [start + i for i in range(size)]
+            lines = subprocess.run(['addr2line', '-e', vmlinux] + [hex(a) for a in addrs],
+                                   capture_output=True, text=True, check=True).stdout.split()
+            loop = next(a for a, x in zip(addrs, lines) if x.endswith(':6'))
+            stash = syms['after_stash'] - syms['stash']
+            # Data, code outside the text, a user address; after_stash's
+            # first byte is where a call that ended stash would return to.
+            words = [0, syms['counter'], syms['before_text'] + 4, loop + 1, 0x7ffc8d7fa1c8,
+                     syms['after_stash'], syms['init_text'] + 4, syms['_start'] + 4]
+            words += [loop + 1] * 12
+
+            def x(rsp, words):
+                return [f'{rsp + 8 * i:016x}:' + ''.join(f' 0x{w:016x}' for w in words[i:i + 2])
+                        for i in range(0, len(words), 2)]
+
+            def sample(n, rip, rsp, cs='0010', hlt=0):
+                return [f'CPU#{n}', f'RSI=0000000000000000 RBP=0000000000000000 RSP={rsp:016x}',
+                        f'RIP={rip:016x} RFL=00000246 [---Z-P-] CPL=0 II=0 A20=1 SMM=0 HLT={hlt}',
+                        f'CS ={cs} 0000000000000000 ffffffff 00af9b00']
+            rsp = 0xffff888000913e10
+            idle = sample(1, syms['before_text'], rsp + 0x8000, hlt=1)
+            block = ([kreport.REGS_BEGIN + ' the time limit, 9 s: ...'] +
+                     sample(0, loop, rsp - 64) + idle + sample(2, loop, rsp + 0x4000) +
+                     sample(0, loop, rsp) + idle + sample(2, loop, rsp + 0x4000) +
+                     [f'{kreport.STACK} CPU0 RSP={rsp:016x}, 20 words, "x /20gx" ...'] +
+                     x(rsp, words) +
+                     # CPU1 is idle: its stack is the idle loop's.
+                     [f'{kreport.STACK} CPU1 RSP={rsp + 0x8000:016x}, 2 words, "x /2gx" ...'] +
+                     x(rsp + 0x8000, [loop + 1, loop + 1]) +
+                     [f'{kreport.STACK} CPU2 RSP={rsp + 0x4000:016x}, 20 words, "x /20gx" ...',
+                      f'{rsp + 0x4000:016x}: Cannot access memory', kreport.REGS_END])
+            shown = 'labs/04-x/exercises/kernel/fs/pidfs.c'
+            r = kreport.find(['LAB-TEST-BEGIN tests/t'] + block)[0]
+            lines, _ = r.decode(vmlinux, [('fs/pidfs.c', shown)])
+        self.assertIsNone(r.by_cpu()[0][0].stack)
+        self.assertEqual(len(r.last()[0].stack), len(words))
+        self.assertEqual(r.last()[0].stack[3], (rsp + 24, loop + 1))
+        at = lines.index(next(x for x in lines if x.startswith('CPU0: ')))
+        loop_frame = (f'      ? pidfs_alloc_file+0x{loop + 1 - start:x}/0x{size:x} '
+                      f'({shown}:6)')
+        self.assertEqual(lines[at + 1:at + 14], [
+            '      kernel code addresses on its stack at the last sample, nearest first '
+            '(words found, not an unwound trace):',
+            loop_frame,
+            f'      ? stash+0x{stash:x}/0x{stash:x} ({shown}:8)'] + [loop_frame] * 10)
+        self.assertTrue(lines[at + 14].startswith('CPU1: idle, before_text+0x0/'), lines[at + 14])
+        self.assertTrue(lines[at + 15].startswith('CPU2: pidfs_alloc_file+'), lines[at + 15])
+        self.assertEqual(lines[-1], '      its stack: QEMU could not read it at '
+                         f'RSP={rsp + 0x4000:016x}')
+        self.assertFalse([x for x in lines if 'init_text' in x or '? before_text' in x or
+                          '_start' in x or 'after_stash' in x])
 
     def test_decoded_to_the_attendees_file(self):
         """On a real ELF made as a kit tree's is (the compile in the out
@@ -406,9 +559,12 @@ class TimeLimit(unittest.TestCase):
             rc, err, log, asked = self.run_console(d, True)
             self.assertEqual(rc, 2)
             self.assertIn('hint: where each CPU was follows in the result', err)
-            self.assertEqual(read(asked).split(), ['qmp_capabilities'] +
-                             ['stop', 'human-monitor-command', 'cont'] * (console.SAMPLES - 1) +
-                             ['stop', 'human-monitor-command'])
+            sample = ['stop', 'human-monitor-command info registers -a']
+            # The stack of CPU2 only, the one running kernel code, up to
+            # the 16 KiB boundary 256 bytes above its RSP: 32 words.
+            self.assertEqual(read(asked).splitlines(), ['qmp_capabilities'] +
+                             (sample + ['cont']) * (console.SAMPLES - 1) + sample +
+                             ['human-monitor-command x /32gx 0xffffc90000013f00 2'])
             lines = read(log).splitlines()
             self.assertEqual(lines[:2], ['LAB-BOOT-OK 6.1 fake', 'LAB-TEST-BEGIN tests/forever'])
             self.assertTrue(lines[2].startswith(kreport.REGS_BEGIN + ' the time limit, 2 s: '))
@@ -418,8 +574,14 @@ class TimeLimit(unittest.TestCase):
             self.assertFalse([x for x in lines if x.startswith(('FCW', 'YMM'))])
             r = kreport.find(lines)[0]
             self.assertEqual(r.title(), 'stuck: no kernel report before the time limit; '
-                             'CPU1 in user mode')
-            self.assertEqual(len(r.vcpus()), 2 * console.SAMPLES)
+                             'CPU2 at ffffffff8136d6ea')
+            self.assertEqual(len(r.vcpus()), 3 * console.SAMPLES)
+            last = r.last()
+            self.assertEqual([n for n, v in last.items() if v.stack is not None], [2])
+            self.assertEqual(last[2].stack[0], (0xffffc90000013f00, 0xffffffff81000000))
+            self.assertEqual(last[2].stack[-1], (0xffffc90000013ff8, 0xffffffff8100001f))
+            self.assertEqual(len(last[2].stack), 32)
+            self.assertIsNone(r.by_cpu()[2][0].stack)
 
     def test_not_with_a_debugger(self):
         # STOP_STUCK 0 (GDB=1): the CPUs are where the debugger left them.
