@@ -106,6 +106,10 @@ if [ "${GDB:-0}" = 1 ] || [ "${WAIT:-0}" = 1 ]; then
 		echo "vmlinux=$(realpath -m "$(dirname "$kernel")/../../../vmlinux")"
 		echo "initrd=$(realpath "$initrd")"
 	} >"$record"
+	# Held while the VM runs, by this script or by what it execs
+	# (console.py), for run_record to see from anywhere.
+	exec 8<"$record"
+	flock -n 8 || die "the run record $record is held by another VM"
 	trap 'rm -f "$record"' EXIT
 	# A debugger holds the guest as long as it likes.
 	boot_timeout=${BOOT_TIMEOUT:-3600}
