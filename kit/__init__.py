@@ -12,6 +12,11 @@ listed above it:
             (vm/boot/lab-vm.sh, vm/boot/qemu.sh)
   suite     every check of a lab, and one mutation's
 
+and beside them, importing labs only:
+
+  container the kit's image (make container) and a command run in it
+            (make in-container), for a machine that is not Debian 12
+
 The move from the shell scripts under vm/ is step by step (issue 31):
 the stages below vm still run as scripts, called with explicit
 arguments from vm.py, and the environment variables they read are set

@@ -5,11 +5,16 @@ call them).
                              then one summary; DEBUG=1 on the debug kernel
   mutation LAB NAME [DIR]    one mutation of a lab (variants/NAME.series),
                              built, booted and checked; results in DIR
+  container [--base]         make container: the kit's image (podman or
+                             docker); --base builds debian:bookworm first
+  in-container [CMD]         make in-container: the shell command CMD (or
+                             $CMD) in that image, on this checkout
 """
 import sys
 
 from .labs import LabError
 from . import suite
+from . import container
 
 
 def main(argv):
@@ -18,6 +23,11 @@ def main(argv):
             return suite.make_test(argv[1:])
         if argv[:1] == ['mutation'] and len(argv) in (3, 4):
             return suite.one_mutation(*argv[1:])
+        # The container path (issue 32).
+        if argv[:1] == ['container']:
+            return container.build(argv[1:])
+        if argv[:1] == ['in-container'] and len(argv) <= 2:
+            return container.run_in(argv[1:])
     except LabError as e:
         print(f'kit: {e}', file=sys.stderr)
         return 1
