@@ -22,7 +22,7 @@ need-docs-deps = @vm/deps.sh check docs || vm/deps.sh install docs
 need-docs-check-deps = @vm/deps.sh check docs-check || vm/deps.sh install docs-check
 
 .PHONY: help deps ahead lab test kernel check solution exercises programs gdb report sparse docs docs-check bench \
-	checkpatch shellcheck clean transcripts reference selftest
+	checkpatch shellcheck clean transcripts reference selftest container in-container
 
 help:
 	@echo "pidfs workshop kit: labs $(LABS)"
@@ -58,6 +58,11 @@ help:
 	@echo "  make checkpatch         scripts/checkpatch.pl --strict on every patch"
 	@echo "  make sparse [LAB=NN]    sparse and W=1 on the files the series touches: nothing new vs. 6.1"
 	@echo "  make shellcheck         shellcheck on the kit's scripts"
+	@echo "  make container          the kit's Debian 12 image, for a machine that is not Debian 12: podman,"
+	@echo "                          or docker (ENGINE=podman|docker picks); BASE=local builds its"
+	@echo "                          debian:bookworm with mmdebstrap first (no registry needed)"
+	@echo "  make in-container CMD='make lab LAB=01'"
+	@echo "                          any kit command in that image, on this checkout, as you"
 	@echo "  make deps               apt-get install the Debian packages the kit needs"
 	@echo "                          (make reference and make bench add linux-source-6.12)"
 	@echo "  make clean              remove build products (never your exercises or kernel edits)"
@@ -160,6 +165,15 @@ bench:
 reference:
 	$(need-ref-deps)
 	@UPDATE='$(UPDATE)' vm/compare/reference.sh
+
+# The container path (kit/container.py): no Debian packages on the host.
+# CMD comes to the kit in the environment, as make passes command-line
+# variables: quotes in it stay as typed.
+container:
+	@python3 -m kit container $(if $(filter local,$(BASE)),--base)
+
+in-container:
+	@python3 -m kit in-container
 
 clean:
 	rm -rf build/labs/*/out build/labs/*/trees/*/out build/labs/*/results build/labs/*/*.cpio* build/labs/*/*.log build/accel* \

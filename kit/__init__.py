@@ -13,6 +13,11 @@ listed above it:
             writes it, and the summary that counts them
   suite     every check of a lab, and one mutation's
 
+and beside them, importing labs only:
+
+  container the kit's image (make container) and a command run in it
+            (make in-container), for a machine that is not Debian 12
+
 The move from the shell scripts under vm/ is step by step (issue 31):
 the tree, the kernel build and the initramfs still run as scripts,
 called with explicit arguments, and the environment variables they read

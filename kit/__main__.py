@@ -21,6 +21,10 @@ call them, one line each.
                              already (make bench, make reference, the
                              shell check)
   accel BZIMAGE INITRD       print kvm or tcg (probed once, then cached)
+  container [--base]         make container: the kit's image (podman or
+                             docker); --base builds debian:bookworm first
+  in-container [CMD]         make in-container: the shell command CMD (or
+                             $CMD) in that image, on this checkout
 
 User settings, from the environment: DEBUG=1 (the debug kernel), ACCEL,
 MEM, SMP, GDB, WAIT, GDB_PORT, TIMEOUT, BOOT_TIMEOUT, APPEND, QUIET.
@@ -29,7 +33,7 @@ import os
 import sys
 from pathlib import Path
 
-from . import kernels, suite
+from . import container, kernels, suite
 from .labs import LabError, resolve
 from .qemu import Qemu, choose_accel
 from .vm import Boot
@@ -110,6 +114,11 @@ def main(argv):
         if verb == 'accel' and len(args) == 2:
             print(choose_accel(*args))
             return 0
+        # The container path (issue 32).
+        if verb == 'container':
+            return container.build(args)
+        if verb == 'in-container' and len(args) <= 1:
+            return container.run_in(args)
     except LabError as e:
         print(f'kit: {e}', file=sys.stderr)
         return 1

@@ -9,6 +9,7 @@
 A Qemu record holds every setting of a run; Qemu.from_env() reads the
 user's (ACCEL, MEM, SMP, GDB, WAIT, GDB_PORT, BOOT_TIMEOUT, TIMEOUT).
 """
+import fcntl
 import os
 import shutil
 import signal
@@ -142,6 +143,15 @@ class Qemu:
                               f'bzImage={self.bzimage.resolve()}\n'
                               f'vmlinux={(self.bzimage.parent / "../../../vmlinux").resolve()}\n'
                               f'initrd={self.initrd.resolve()}\n')
+            # Held while the VM runs: a lock says the record is live to any
+            # process that sees the file (lib.sh's run_record), where this
+            # pid would mean nothing (make in-container, another container).
+            held = open(record)
+            try:
+                fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                held.close()
+                raise LabError(f'the run record {record} is held by another VM')
             # A debugger holds the guest as long as it likes.
             boot_timeout = self.boot_timeout or 3600
             print(f'gdb stub: 127.0.0.1:{self.gdb_port}' + (', CPU halted until gdb continues'
@@ -158,6 +168,7 @@ class Qemu:
         finally:
             if record:
                 record.unlink(missing_ok=True)
+                held.close()
 
     def shell(self, args, accel):
         print(f"Booting {self.name or self.bzimage} under {accel}; leave with 'poweroff' or Ctrl-A x.",

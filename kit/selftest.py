@@ -10,7 +10,7 @@ from contextlib import redirect_stdout
 from pathlib import Path
 from unittest import mock
 
-from kit import kernels, labs, qemu, results, suite, vm
+from kit import container, kernels, labs, qemu, results, suite, vm
 
 
 def write(path, text):
@@ -218,6 +218,31 @@ class QemuCommand(unittest.TestCase):
             self.assertEqual(qemu.choose_accel('/k', '/i'), 'tcg')
 
 
+class RunRecordLock(unittest.TestCase):
+    def test_record_is_live_while_the_vm_runs_and_gone_after(self):
+        """make gdb (lib.sh's run_record) sees the VM's record while QEMU
+        runs, from any process: the run holds its lock."""
+        with tempfile.TemporaryDirectory() as d, mock.patch.dict(os.environ, {'BUILD': d}):
+            for name in ('bzImage', 'initrd'):
+                Path(d, name).write_text('')
+            q = qemu.Qemu('test', Path(d, 'bzImage'), Path(d, 'initrd'), Path(d, 'x.log'), accel='tcg',
+                          gdb=True, gdb_port=4567)
+            seen, real_run = [], subprocess.run
+
+            def lookup(*_, **__):
+                seen.append(real_run(
+                    ['bash', '-c', f'. {labs.KIT}/vm/lib.sh; run_record 4567 bzImage'],
+                    capture_output=True, text=True, env=dict(os.environ, BUILD=d)).stdout.strip())
+                return subprocess.CompletedProcess([], 0)
+            with mock.patch.object(qemu.subprocess, 'run', side_effect=lookup), \
+                    mock.patch.object(qemu.shutil, 'which', return_value='/usr/bin/qemu'), \
+                    mock.patch.object(qemu, 'port_listening', return_value=False), \
+                    redirect_stdout(io.StringIO()), mock.patch('sys.stderr', io.StringIO()):
+                self.assertEqual(q.run(), 0)
+            self.assertEqual(seen, [str(Path(d, 'bzImage').resolve())])
+            self.assertFalse(Path(d, 'run', 'gdb-4567').exists())
+
+
 class GdbResults(unittest.TestCase):
     GDB = ('CHECK ok: stopped in pidfs_alloc_file\nCHECK FAIL: i_private is NULL\n'
            'GDB-STOPPED pidfs_alloc_file ffffffff81234560\nGDB-VMLINUX /k/vmlinux\n')
@@ -305,6 +330,113 @@ class Suite(MadeUpKit):
         with self.assertRaisesRegex(labs.LabError, 'has no must-fail'):
             suite.MutationCheck(self.two, self.two.mutation('nothing'), 'default', self.kit, self.kit,
                                 results.Results())
+
+
+class Container(unittest.TestCase):
+    """The engine command lines of make container and make in-container:
+    podman or docker, rootless or not, with and without /dev/kvm."""
+    KIT = Path('/home/ann/kit')
+
+    def run_args(self, host, cmd='make check LAB=01', cwd=None, env=None):
+        return container.run_args(host, cmd, kit=self.KIT, cwd=cwd, env=env or {})
+
+    def test_podman_first_docker_without_it_engine_chooses(self):
+        both, docker = {'podman', 'docker'}.__contains__, {'docker'}.__contains__
+        self.assertEqual(container.engine({}, both), 'podman')
+        self.assertEqual(container.engine({}, docker), 'docker')
+        self.assertEqual(container.engine({'ENGINE': 'docker'}, both), 'docker')
+        with self.assertRaisesRegex(labs.LabError, 'neither podman nor docker'):
+            container.engine({}, lambda name: None)
+        with self.assertRaisesRegex(labs.LabError, 'podman is not installed'):
+            container.engine({'ENGINE': 'podman'}, docker)
+        with self.assertRaisesRegex(labs.LabError, 'podman or docker'):
+            container.engine({'ENGINE': 'lxc'}, both)
+
+    def test_rootless_podman_keeps_the_callers_uid(self):
+        args = self.run_args(container.Host('podman', True, 1000, 1000))
+        self.assertEqual(args[:6], ['podman', 'run', '--rm', '--init', '-i', '--network=host'])
+        self.assertIn('--userns=keep-id', args)
+        self.assertNotIn('--user', args)
+        self.assertNotIn('--device', args)
+        self.assertNotIn('-t', args)
+        # The checkout at its own path, and the command as typed.
+        self.assertIn(f'{self.KIT}:{self.KIT}', args)
+        self.assertEqual(args[args.index('-w') + 1], str(self.KIT))
+        self.assertEqual(args[-6:], ['pidfs-kit', 'bash', '-c', 'mkdir -p "$HOME" && eval "$1"',
+                                     'in-container', 'make check LAB=01'])
+        self.assertIn(f'HOME={self.KIT}/build/container-home', args)
+
+    def test_rootful_engine_is_told_the_uid(self):
+        for eng in ('podman', 'docker'):
+            args = self.run_args(container.Host(eng, False, 1000, 1001))
+            self.assertEqual(args[args.index('--user') + 1], '1000:1001')
+            self.assertNotIn('--userns=keep-id', args)
+        # Root for root: nothing to map.
+        args = self.run_args(container.Host('podman', False, 0, 0))
+        self.assertNotIn('--user', args)
+
+    def test_rootless_docker_root_is_the_caller(self):
+        args = self.run_args(container.Host('docker', True, 1000, 1000))
+        self.assertNotIn('--user', args)
+        self.assertNotIn('--userns=keep-id', args)
+
+    def test_kvm_passed_in_with_its_group_when_not_open(self):
+        args = self.run_args(container.Host('docker', False, 1000, 1000, kvm_gid=993))
+        self.assertEqual(args[args.index('--device') + 1], '/dev/kvm')
+        self.assertEqual(args[args.index('--group-add') + 1], '993')
+        args = self.run_args(container.Host('podman', True, 1000, 1000, kvm_gid=993))
+        self.assertEqual(args[args.index('--group-add') + 1], 'keep-groups')
+        # 0666, as Fedora has it: the device, no group.
+        args = self.run_args(container.Host('podman', False, 1000, 1000, kvm_gid=993, kvm_open=True))
+        self.assertIn('--device', args)
+        self.assertNotIn('--group-add', args)
+
+    def test_terminal_and_detach_keys(self):
+        args = self.run_args(container.Host('podman', True, 1000, 1000, tty=True))
+        self.assertIn('-t', args)
+        self.assertIn('--detach-keys=', args)
+        args = self.run_args(container.Host('docker', False, 1000, 1000, tty=True))
+        self.assertIn('-t', args)
+        self.assertNotIn('--detach-keys=', args)
+
+    def test_environment_build_and_working_folder(self):
+        host = container.Host('podman', True, 1000, 1000)
+        env = {'ACCEL': 'tcg', 'GDB': '1', 'MAKEFLAGS': 'x', 'TARBALL': '/t', 'BUILD': '/scratch/b'}
+        args = self.run_args(host, cwd=self.KIT / 'labs', env=env)
+        given = [args[i + 1] for i, a in enumerate(args) if a == '-e']
+        self.assertEqual(given, ['HOME=/scratch/b/container-home', 'ACCEL=tcg', 'GDB=1', 'BUILD=/scratch/b'])
+        self.assertIn('/scratch/b:/scratch/b', args)
+        self.assertEqual(args[args.index('-w') + 1], str(self.KIT / 'labs'))
+        # A folder outside the checkout is not there: the kit's top is.
+        args = self.run_args(host, cwd=Path('/tmp'))
+        self.assertEqual(args[args.index('-w') + 1], str(self.KIT))
+        self.assertEqual(sum(a.startswith('/') and ':' in a for a in args), 1)
+
+    def test_sudo_caller_owns_the_files(self):
+        with mock.patch('os.getuid', return_value=0), mock.patch('os.getgid', return_value=0):
+            self.assertEqual(container.owner({'SUDO_UID': '1000', 'SUDO_GID': '1001'}), (1000, 1001))
+            self.assertEqual(container.owner({}), (0, 0))
+        with mock.patch('os.getuid', return_value=1000), mock.patch('os.getgid', return_value=1000):
+            self.assertEqual(container.owner({'SUDO_UID': '0', 'SUDO_GID': '0'}), (1000, 1000))
+
+    def test_build_and_base(self):
+        args = container.build_args('docker', Path('/c'), 'abc')
+        self.assertEqual(args, ['docker', 'build', '--label', 'org.pidfs-kit.source=abc', '-t', 'pidfs-kit',
+                                '-f', '/c/Containerfile', '/c'])
+        # Rootless podman's own build network needs /dev/net/tun.
+        self.assertEqual(container.build_args('podman', Path('/c'), 'abc')[:3],
+                         ['podman', 'build', '--network=host'])
+        strap, imp = container.base_args('podman')
+        self.assertEqual(strap[:5], ['mmdebstrap', '--variant=minbase', '--quiet', 'bookworm', '-'])
+        self.assertEqual(imp[-2:], ['-', 'docker.io/library/debian:bookworm'])
+        # What the image is built from: the Containerfile and vm/deps.sh,
+        # and it says FROM debian:bookworm, the name the base is imported as.
+        self.assertEqual(len(container.source_label()), 16)
+        self.assertIn('FROM debian:bookworm', (labs.KIT / 'Containerfile').read_text())
+
+    def test_in_container_needs_a_command(self):
+        with self.assertRaisesRegex(labs.LabError, "CMD='make check LAB=01'"):
+            container.run_in([], env={'CMD': ' '})
 
 
 class RealLabs(unittest.TestCase):

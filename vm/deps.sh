@@ -7,10 +7,16 @@
 # 6.12 source, a large download attendees can do without; "docs" is only
 # what `make docs` needs, so that a reader can build the book without the
 # kernel source and QEMU; "docs-check" adds the headless browser of
-# `make docs-check`.
+# `make docs-check`; "container" is what the container path needs on a
+# Debian host (CI's check of it): podman with runc (CI's runtime),
+# catatonit (podman's --init), rootless podman's helpers, and mmdebstrap
+# for `make container BASE=local`. Neither `make container` nor
+# `make in-container` installs it: their host is usually not Debian, and
+# one with Docker needs no podman.
 set -euo pipefail
 
 docs=(python3-sphinx python3-sphinx-rtd-theme graphviz)
+container=(podman runc catatonit uidmap slirp4netns fuse-overlayfs mmdebstrap)
 
 packages=(
 	# the kernel and its build
@@ -31,8 +37,9 @@ case ${2:-} in
 reference) packages+=(linux-source-6.12) ;;
 docs) packages=("${docs[@]}") ;;
 docs-check) packages=("${docs[@]}" python3 chromium fonts-dejavu-core) ;;
+container) packages=("${container[@]}") ;;
 *)
-	echo "deps.sh: unknown package group '$2' (known: reference, docs, docs-check)" >&2
+	echo "deps.sh: unknown package group '$2' (known: reference, docs, docs-check, container)" >&2
 	exit 2
 	;;
 esac
@@ -48,7 +55,7 @@ check)
 	[ ${#missing[@]} -eq 0 ] && exit 0
 	echo "Missing Debian packages: ${missing[*]}" >&2
 	case ${2:-} in
-	docs | docs-check) echo "Install them with: vm/deps.sh install ${2}" >&2 ;;
+	docs | docs-check | container) echo "Install them with: vm/deps.sh install ${2}" >&2 ;;
 	*) echo "Install them with: make deps" >&2 ;;
 	esac
 	exit 1
@@ -59,13 +66,20 @@ install)
 		exit 0
 	fi
 	sudo=()
-	[ "$(id -u)" = 0 ] || sudo=(sudo)
+	if [ "$(id -u)" != 0 ]; then
+		# The kit's image has no sudo: what it lacks belongs in the image.
+		command -v sudo >/dev/null || {
+			echo "deps.sh: not root and no sudo to install ${missing[*]} (in the kit's image: make container, on the host, after a kit update)" >&2
+			exit 1
+		}
+		sudo=(sudo)
+	fi
 	echo "  DEPS     installing: ${missing[*]}"
 	"${sudo[@]}" apt-get update -q
 	DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
 	;;
 *)
-	echo "usage: deps.sh check|install [reference|docs|docs-check]" >&2
+	echo "usage: deps.sh check|install [reference|docs|docs-check|container]" >&2
 	exit 2
 	;;
 esac

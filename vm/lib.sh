@@ -135,11 +135,14 @@ hold_lock() {
 # Field $2 of the run record of the VM whose gdb stub is on port $1
 # (kit/qemu.py writes $BUILD/run/gdb-PORT while that VM runs): lab,
 # bzImage, vmlinux, initrd, pid. Empty, status 1, when no VM runs there.
+# The VM's run holds a lock on its record, which says it is live from
+# any process that sees the file: its pid would mean nothing in another
+# container (make in-container) or another PID namespace.
 run_record() {
-	local record=$BUILD/run/gdb-$1 pid
+	local record=$BUILD/run/gdb-$1 held=0
 	[ -f "$record" ] || return 1
-	pid=$(sed -n 's/^pid=//p' "$record")
-	[ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 1
+	flock -n -E 75 "$record" true 2>/dev/null || held=$?
+	[ "$held" = 75 ] || return 1
 	sed -n "s/^$2=//p" "$record"
 }
 

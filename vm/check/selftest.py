@@ -19,6 +19,7 @@ which must never hand back an object made from old data. Seconds, on
 the host only.
 """
 import contextlib
+import fcntl
 import importlib.util
 import io
 import os
@@ -898,15 +899,16 @@ class RunRecord(unittest.TestCase):
 
     def test_live_and_stale_records(self):
         with tempfile.TemporaryDirectory() as d:
-            write(os.path.join(d, 'run', 'gdb-4321'),
-                  f'pid={os.getpid()}\nlab=04-lsm-fallback (default kernel)\nvmlinux=/t/vmlinux\n')
-            got = self.lookup(d, 4321, 'vmlinux')
-            self.assertEqual((got.returncode, got.stdout), (0, '/t/vmlinux\n'))
-            self.assertNotEqual(self.lookup(d, 4322, 'vmlinux').returncode, 0)
-            # The VM that wrote it is gone: the record means nothing.
-            dead = subprocess.Popen(['true'])
-            dead.wait()
-            write(os.path.join(d, 'run', 'gdb-4321'), f'pid={dead.pid}\nvmlinux=/t/vmlinux\n')
+            record = os.path.join(d, 'run', 'gdb-4321')
+            write(record, 'pid=1\nlab=04-lsm-fallback (default kernel)\nvmlinux=/t/vmlinux\n')
+            # The VM's run holds the record's lock (qemu.sh): live, whatever
+            # its pid, which another container could not see.
+            with open(record) as held:
+                fcntl.flock(held, fcntl.LOCK_EX)
+                got = self.lookup(d, 4321, 'vmlinux')
+                self.assertEqual((got.returncode, got.stdout), (0, '/t/vmlinux\n'))
+                self.assertNotEqual(self.lookup(d, 4322, 'vmlinux').returncode, 0)
+            # The VM that held it is gone: the record means nothing.
             self.assertNotEqual(self.lookup(d, 4321, 'vmlinux').returncode, 0)
 
 
