@@ -828,6 +828,12 @@ class MarkerPatch(unittest.TestCase):
 
 
 class Transcripts(unittest.TestCase):
+    def test_whether_more_reports_followed_is_left_out(self):
+        # It depends on what ran into the broken kernel, and when.
+        text = 'KERNEL REPORT: KASAN: x\n  full console log: c.log\n  (2 more kernel reports after it)\n'
+        self.assertEqual(transcripts.normalize(text),
+                         transcripts.normalize('KERNEL REPORT: KASAN: x\n  full console log: c.log\n'))
+
     def test_masking(self):
         for raw, want in transcripts.SELFTEST:
             self.assertEqual(transcripts.normalize(raw), want)

@@ -77,14 +77,14 @@ FIXED = [
     # Which of a loop's instructions a stack dump caught.
     (re.compile(r' \(discriminator \d+\)'), ''),
     (re.compile(r'\bCPU: \d+ PID'), 'CPU: N PID'),
-    # How many tests ran into a broken kernel after its first report.
-    (re.compile(r'\(\d+ more kernel reports? after it\)'), '(more kernel reports after it)'),
     (re.compile(r'\(\d+ ticks this GP\) .*'), '(N ticks this GP) ...'),
 ]
 
 # Lines that come and go between runs: gdb says it switched threads only
-# when the breakpoint hits on another vCPU than the last stop.
-DROP = re.compile(r'^\[Switching to Thread \d+\.\d+\]$')
+# when the breakpoint hits on another vCPU than the last stop; whether a
+# kernel report is followed by others depends on what ran into the broken
+# kernel, and when (a use-after-free is hit again or not).
+DROP = re.compile(r'^(?:\[Switching to Thread \d+\.\d+\]|\s*\((?:\d+ )?more kernel reports? after it\))$')
 
 # A value waiting for its number: kind and value between two NULs, which
 # no transcript contains.
