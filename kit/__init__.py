@@ -11,7 +11,8 @@ listed above it:
   vm        one boot: kernel, initramfs, report record, QEMU; gdb checks
   results   every result file of a run, registered by the check that
             writes it, and the summary that counts them
-  suite     every check of a lab, and one mutation's
+  suite     every check of a lab (LabSuite), and one mutation's
+            (MutationCheck)
 
 and beside them, importing labs only:
 
