@@ -145,7 +145,7 @@ def mutation_needs_own_tree(lab, mutation):
     return any(f not in exercise_files for f in mutation.changed_files())
 
 
-def ahead(labs=None, say=print):
+def ahead(labs=None, say=lambda text: print(text, flush=True)):
     """make ahead: every lab's kernel built now, so that each later make
     lab finds it built and only boots. Per lab, in order: its own tree
     (started from the previous lab's, an incremental build), then for a

@@ -176,6 +176,29 @@ class WhichKernel(MadeUpKit):
             self.assertEqual(vm.run_limit(self.two), (10, 120))
 
 
+class Ahead(MadeUpKit):
+    def test_every_lab_then_the_work_tree_then_debug_where_the_chapter_asks(self):
+        write(self.two.dir / 'README.rst', 'Check it with ``make check LAB=02 DEBUG=1``.\n')
+        built = []
+
+        def build(kernel, log=None):
+            built.append((kernel.lab.number, kernel.tree, kernel.flavour))
+            return True
+        def sync(*_, **__):
+            # make exercises: the attendee's copy, its kernel files included.
+            (self.two.dir / 'exercises' / 'kernel').mkdir(parents=True, exist_ok=True)
+        with mock.patch.object(kernels.Kernel, 'build', build), \
+                mock.patch.object(kernels.subprocess, 'run', side_effect=sync) as synced:
+            self.assertEqual(kernels.ahead([self.one, self.two], say=lambda _: None), 0)
+        self.assertEqual(built, [('01', None, 'default'), ('02', None, 'default'),
+                                 ('02', 'work', 'default'), ('02', 'work', 'debug')])
+        self.assertEqual(synced.call_count, 1)
+
+    def test_a_failed_build_stops_it(self):
+        with mock.patch.object(kernels.Kernel, 'build', return_value=False):
+            self.assertEqual(kernels.ahead([self.one, self.two], say=lambda _: None), 1)
+
+
 class QemuCommand(unittest.TestCase):
     def qemu(self, mode='test', env=None, **fields):
         return qemu.Qemu.from_env(mode, '/k/bzImage', '/k/initrd.cpio', '/b/x.log', env or {}, **fields)
