@@ -158,6 +158,24 @@ def report_corpus():
         yield name, path, head
 
 
+def made_up_vmlinux(test, d, source):
+    """A small ELF compiled from source as a kit tree's vmlinux is, from
+    the out dir with the file under ../../src (fs/pidfs.c) in folder d:
+    the tree, the out dir, the vmlinux, nm -n and the symbols."""
+    if not shutil.which('gcc'):
+        test.skipTest('no gcc')
+    tree = os.path.join(d, 'build', 'labs', '04-x')
+    out = os.path.join(tree, 'out', 'default')
+    write(os.path.join(tree, 'src', 'fs', 'pidfs.c'), source)
+    os.makedirs(out)
+    vmlinux = os.path.join(out, 'vmlinux')
+    subprocess.run(['gcc', '-g', '-O0', '-nostdlib', '-static', '-fno-pie', '-no-pie',
+                    '-o', vmlinux, '../../src/fs/pidfs.c'], cwd=out, check=True)
+    nm = subprocess.run(['nm', '-n', vmlinux], capture_output=True, text=True, check=True).stdout
+    syms = {n: int(a, 16) for a, _, n in (x.split() for x in nm.splitlines() if len(x.split()) == 3)}
+    return tree, out, vmlinux, nm, syms
+
+
 def result_of(path):
     """What make check prints for the console log at path, with its
     report record (no vmlinux: the frames stay undecoded)."""
@@ -384,31 +402,20 @@ class TimeLimit(unittest.TestCase):
         one byte back as a return address is, its offset still its own,
         at the attendee's file; at most STACK_FRAMES of them, only under a
         CPU running kernel code, and an unreadable stack said so."""
-        if not shutil.which('gcc'):
-            self.skipTest('no gcc')
         with tempfile.TemporaryDirectory() as d:
-            tree = os.path.join(d, 'build', 'labs', '04-x')
-            out = os.path.join(tree, 'out', 'default')
-            write(os.path.join(tree, 'src', 'fs', 'pidfs.c'),
-                  'int counter;\n'
-                  'void before_text(void) { counter++; }\n'
-                  'void pidfs_alloc_file(void)\n'
-                  '{\n'
-                  '\tfor (;;)\n'
-                  '\t\tcounter++;\n'
-                  '}\n'
-                  'void stash(void) { pidfs_alloc_file(); }\n'
-                  'void after_stash(void) { counter++; }\n'
-                  'void init_text(void) { counter++; }\n'
-                  'void _start(void) { stash(); }\n')
-            os.makedirs(out)
-            vmlinux = os.path.join(out, 'vmlinux')
-            subprocess.run(['gcc', '-g', '-O0', '-nostdlib', '-static', '-fno-pie', '-no-pie',
-                            '-o', vmlinux, '../../src/fs/pidfs.c'], cwd=out, check=True)
-            nm = subprocess.run(['nm', '-n', vmlinux], capture_output=True, text=True,
-                                check=True).stdout
-            syms = {n: int(a, 16) for a, _, n in (x.split() for x in nm.splitlines()
-                                                  if len(x.split()) == 3)}
+            tree, out, vmlinux, nm, syms = made_up_vmlinux(
+                self, d,
+                'int counter;\n'
+                'void before_text(void) { counter++; }\n'
+                'void pidfs_alloc_file(void)\n'
+                '{\n'
+                '\tfor (;;)\n'
+                '\t\tcounter++;\n'
+                '}\n'
+                'void stash(void) { pidfs_alloc_file(); }\n'
+                'void after_stash(void) { counter++; }\n'
+                'void init_text(void) { counter++; }\n'
+                'void _start(void) { stash(); }\n')
             self.assertLess(syms['before_text'], syms['pidfs_alloc_file'])
             self.assertLess(syms['after_stash'], syms['init_text'])
             # The kernel's text from pidfs_alloc_file to init_text, as if
@@ -474,30 +481,19 @@ class TimeLimit(unittest.TestCase):
         dir, the file under ../../src), with an exercise file laid over
         it: the title names the looping function, not the interrupt that
         one sample caught, at the attendee's line; an idle CPU says so."""
-        if not shutil.which('gcc'):
-            self.skipTest('no gcc')
         with tempfile.TemporaryDirectory() as d:
-            tree = os.path.join(d, 'build', 'labs', '04-x')
-            out = os.path.join(tree, 'out', 'default')
-            write(os.path.join(tree, 'src', 'fs', 'pidfs.c'),
-                  'int counter;\n'
-                  'void __sysvec_apic_timer_interrupt(void) { counter++; }\n'
-                  'void default_idle(void) { counter++; }\n'
-                  'void pidfs_alloc_file(void)\n'
-                  '{\n'
-                  '\tfor (;;)\n'
-                  '\t\tcounter++;\n'
-                  '}\n'
-                  'void _start(void) { pidfs_alloc_file(); }\n')
-            os.makedirs(out)
-            vmlinux = os.path.join(out, 'vmlinux')
-            subprocess.run(['gcc', '-g', '-O0', '-nostdlib', '-static', '-fno-pie', '-no-pie',
-                            '-o', vmlinux, '../../src/fs/pidfs.c'], cwd=out, check=True)
-            nm = subprocess.run(['nm', '-n', vmlinux], capture_output=True, text=True,
-                                check=True).stdout
+            tree, out, vmlinux, nm, syms = made_up_vmlinux(
+                self, d,
+                'int counter;\n'
+                'void __sysvec_apic_timer_interrupt(void) { counter++; }\n'
+                'void default_idle(void) { counter++; }\n'
+                'void pidfs_alloc_file(void)\n'
+                '{\n'
+                '\tfor (;;)\n'
+                '\t\tcounter++;\n'
+                '}\n'
+                'void _start(void) { pidfs_alloc_file(); }\n')
             write(os.path.join(out, 'System.map'), nm)
-            syms = {n: int(a, 16) for a, _, n in (x.split() for x in nm.splitlines()
-                                                  if len(x.split()) == 3)}
             # The address of line 7, the loop's body.
             start = syms['pidfs_alloc_file']
             addrs = [start + i for i in range(0x20)]
