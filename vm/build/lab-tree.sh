@@ -75,7 +75,9 @@ series_files() {
 		while read -r p; do
 			case $p in '' | '#'*) continue ;; esac
 			[ -f "$d/$p" ] || die "$f names $p, which does not exist"
-			echo "$d/$p"
+			# A generated series (a mutation's, under build/) names the
+			# lab's patches through ../../..: say where they are.
+			realpath -ms "$d/$p"
 		done <"$f"
 	done
 }
