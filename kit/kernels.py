@@ -74,9 +74,10 @@ class Kernel:
             env['KIT_KERNEL_SRC'] = str(self.overlay)
         return env
 
-    def build(self, log=None):
+    def build(self, log=None, **popen):
         """Prepare the tree and build the kernel, printing as it goes (and
-        keeping a copy in log); whether it built."""
+        keeping a copy in log, or where popen's stdout says); whether it
+        built."""
         f = None
         if log:
             Path(log).parent.mkdir(parents=True, exist_ok=True)
@@ -86,7 +87,7 @@ class Kernel:
                         [SCRIPTS / 'build' / 'lab-kernel.sh', self.lab.name, self.flavour]):
                 cmd = [str(c) for c in cmd]
                 if not f:
-                    if subprocess.run(cmd, env=self.env()).returncode != 0:
+                    if subprocess.run(cmd, env=self.env(), **popen).returncode != 0:
                         return False
                     continue
                 p = subprocess.Popen(cmd, env=self.env(), stdout=subprocess.PIPE,

@@ -124,10 +124,8 @@ class Boot:
             env['TIMEOUT'] = str(limit[1])
             say('LIMIT', f"{limit[1]} s: four times the reference solution's {limit[0]} s "
                 '(TIMEOUT=seconds to change)')
-        for cmd in ([SCRIPTS / 'build' / 'lab-tree.sh', self.lab.name],
-                    [SCRIPTS / 'build' / 'lab-kernel.sh', self.lab.name, self.kernel.flavour]):
-            if subprocess.run([str(c) for c in cmd], env=env, **popen).returncode != 0:
-                return 1
+        if not self.kernel.build(**popen):
+            return 1
         exercises = Path(self.exercises).resolve()
         if self.reuse_initrd and self.initrd.is_file():
             say('INITRD', f'{os.path.relpath(self.initrd, KIT)} (built by the run before)')
