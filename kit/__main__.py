@@ -20,6 +20,8 @@ call them, one line each.
                              one QEMU run of a kernel and initramfs built
                              already (make bench, make reference, the
                              shell check)
+  upstream-selftests         make reference: 6.12's pidfd selftests on every
+                             lab's solution kernel, as a table
   accel BZIMAGE INITRD       print kvm or tcg (probed once, then cached)
   container [--base]         make container: the kit's image (podman or
                              docker); --base builds debian:bookworm first
@@ -33,7 +35,7 @@ import os
 import sys
 from pathlib import Path
 
-from . import container, kernels, suite
+from . import container, kernels, suite, upstream
 from .labs import LabError, resolve
 from .qemu import Qemu, choose_accel
 from .vm import Boot
@@ -111,6 +113,8 @@ def main(argv):
             return boot(lab, *args[1:]).run()
         if verb == 'qemu' and len(args) >= 4:
             return qemu_verb(args)
+        if verb == 'upstream-selftests' and not args:
+            return upstream.run()
         if verb == 'accel' and len(args) == 2:
             print(choose_accel(*args))
             return 0

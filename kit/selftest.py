@@ -10,7 +10,7 @@ from contextlib import redirect_stdout
 from pathlib import Path
 from unittest import mock
 
-from kit import container, kernels, labs, qemu, results, suite, vm
+from kit import container, kernels, labs, qemu, results, suite, upstream, vm
 
 
 def write(path, text):
@@ -313,6 +313,53 @@ class Results(unittest.TestCase):
 
     def test_nothing_registered_is_a_failure(self):
         self.assertEqual(self.summary(results.Results())[0], 1)
+
+
+class UpstreamSelftests(unittest.TestCase):
+    """make reference's table of 6.12's selftests on every lab."""
+    LOG = textwrap.dedent("""\
+        LAB-TEST-BEGIN tests/lab_test
+        not ok 1 a lab test is not a selftest
+        LAB-TEST-END tests/lab_test exit=1
+        LAB-TEST-BEGIN selftests/pidfd_test
+        ok 1 one
+        ok 2 two # SKIP not here
+        LAB-TEST-END selftests/pidfd_test exit=0
+        LAB-TEST-BEGIN selftests/pidfd_setns_test
+        ok 1 global.setns_einval
+        not ok 2 current_nsset.invalid_flags
+        LAB-TEST-END selftests/pidfd_setns_test exit=1
+        LAB-TEST-BEGIN selftests/pidfd_wait
+        ok 1 wait
+        """)
+
+    def table(self, log):
+        with tempfile.TemporaryDirectory() as d:
+            path = Path(d) / 'c.log'
+            path.write_text(log)
+            return upstream.table({'01-x': upstream.verdicts(path)}, 'V')
+
+    def test_explained_failures_pass_and_say_why(self):
+        text, good = self.table(self.LOG.replace('ok 1 wait\n', 'ok 1 wait\nLAB-TEST-END selftests/pidfd_wait exit=0\n'))
+        self.assertTrue(good, text)
+        self.assertIn('pidfd_setns_test  ok 1 +1 [a]', text)
+        self.assertIn('pidfd_test        ok 1 +1 skip', text)
+        self.assertIn('5b08bd408534', text)
+        self.assertNotIn('lab_test', text)
+
+    def test_a_selftest_that_never_ended_fails(self):
+        text, good = self.table(self.LOG)
+        self.assertFalse(good)
+        self.assertIn('pidfd_wait        NO END', text)
+
+    def test_an_unexplained_failure_fails(self):
+        log = self.LOG.replace('ok 1 wait\n', 'ok 1 wait\nLAB-TEST-END selftests/pidfd_wait exit=0\n')
+        text, good = self.table(log.replace('not ok 2 current_nsset', 'not ok 2 global.other'))
+        self.assertFalse(good)
+        self.assertIn('pidfd_setns_test  FAIL 1/2', text)
+        text, good = self.table(log.replace('ok 1 one', 'not ok 1 one'))
+        self.assertFalse(good)
+        self.assertIn('pidfd_test        FAIL 1/2', text)
 
 
 class Suite(MadeUpKit):

@@ -13,8 +13,10 @@
 #     booted in run mode: "PARITY key=value" lines, then the same under
 #     SELinux enforcing when the lab ships a policy rig (lab 04)
 #  5. vm/compare/ref-table.py: the table; every difference needs an explanation
-#  6. the table must equal docs/transcripts/reference/parity.txt;
-#     UPDATE=1 writes it there instead
+#  6. 6.12's pidfd selftests on every lab's solution kernel (python3 -m kit
+#     upstream-selftests, kit/upstream.py): every failure needs an explanation
+#  7. both tables must equal docs/transcripts/reference/parity.txt and
+#     selftests-6.12.txt; UPDATE=1 writes them there instead
 #
 # Everything lands in build/ref/. Exit status non-zero on a hung VM, an
 # unexplained difference or a transcript that no longer matches.
@@ -27,6 +29,7 @@ export REF
 last=$(all_labs | tail -n1)
 [ -n "$last" ] || die "no labs/"
 want=$KIT/docs/transcripts/reference/parity.txt
+want_selftests=$KIT/docs/transcripts/reference/selftests-6.12.txt
 mkdir -p "$REF/results"
 res=$REF/results
 
@@ -87,12 +90,19 @@ python3 "$KIT/vm/compare/ref-table.py" "$last" "$res/parity-lab.log" "$res/parit
 	"$REF/parity.txt" || rc=$?
 [ "$rc" = 0 ] || die "some differences have no explanation (UNEXPLAINED above): say why in vm/compare/ref-table.py"
 
-if [ "${UPDATE:-0}" = 1 ]; then
-	mkdir -p "$(dirname "$want")"
-	cp "$REF/parity.txt" "$want"
-	note UPDATE "${want#"$KIT"/}"
-elif ! diff -u "$want" "$REF/parity.txt"; then
-	die "the table is not the one in ${want#"$KIT"/} (diff above): review it, then 'make reference UPDATE=1'"
-else
-	note SAME "${want#"$KIT"/} matches this run"
-fi
+echo "=== 6.12's pidfd selftests on every lab's solution kernel"
+(cd "$KIT" && python3 -m kit upstream-selftests) ||
+	die "a 6.12 selftest fails on a lab kernel without an explanation (table above): see kit/upstream.py"
+
+for pair in "$want:$REF/parity.txt" "$want_selftests:$REF/selftests-6.12.txt"; do
+	w=${pair%%:*} have=${pair#*:}
+	if [ "${UPDATE:-0}" = 1 ]; then
+		mkdir -p "$(dirname "$w")"
+		cp "$have" "$w"
+		note UPDATE "${w#"$KIT"/}"
+	elif ! diff -u "$w" "$have"; then
+		die "the table is not the one in ${w#"$KIT"/} (diff above): review it, then 'make reference UPDATE=1'"
+	else
+		note SAME "${w#"$KIT"/} matches this run"
+	fi
+done
