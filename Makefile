@@ -82,7 +82,7 @@ kernel:
 # Kernel exercises are marker patches (solution/kernel/PATH.todo),
 # rendered from the lab's patched tree: prepare that tree first.
 todo = $(shell find labs/$(lab)/solution/kernel -name '*.todo' 2>/dev/null)
-need-tree = $(if $(todo),@vm/deps.sh check >/dev/null || vm/deps.sh install; vm/build/lab-tree.sh $(lab))
+need-tree = $(if $(todo),@vm/deps.sh check >/dev/null || vm/deps.sh install; python3 -m kit tree $(lab))
 
 # FRESH=1: back to the skeleton, every file that is not one saved first.
 exercises:

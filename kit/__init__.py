@@ -6,6 +6,8 @@ listed above it:
 
   labs      what a lab folder holds (series, flavours, variants,
             mutations, gdb scripts), its header lines read once
+  trees     a kernel tree: Debian's 6.1, a series applied by git am, an
+            attendee's kernel files laid over it
   kernels   which kernel tree a run uses (which_kernel), and its build
   qemu      one QEMU run: its command line, KVM or TCG, the run record
   vm        one boot: kernel, initramfs, report record, QEMU; gdb checks
@@ -20,7 +22,7 @@ and beside them, importing labs only:
             (make in-container), for a machine that is not Debian 12
 
 The move from the shell scripts under vm/ is step by step (issue 31):
-the tree, the kernel build and the initramfs still run as scripts,
-called with explicit arguments, and the environment variables they read
+Kbuild itself (kbuild.sh) is a leaf called with explicit arguments; the
+initramfs still runs as a script, and the environment variables it reads
 are set by Kernel.env() and Boot.env() and nowhere else.
 """

@@ -10,6 +10,7 @@ call them, one line each.
   check LAB                  make check: the lab's tests on the attendee's
                              exercises, then their summary
   kernel LAB                 make kernel: the lab's own kernel
+  tree LAB                   the lab's own kernel tree, its series applied
   ahead                      make ahead: every lab's kernels
   variant LAB NAME           a kernel variant (variants/NAME.series) booted
                              to a shell, with the solution's programs
@@ -35,7 +36,7 @@ import os
 import sys
 from pathlib import Path
 
-from . import container, kernels, suite, upstream
+from . import container, kernels, suite, trees, upstream
 from .labs import LabError, resolve
 from .qemu import Qemu, choose_accel
 from .vm import Boot
@@ -99,6 +100,9 @@ def main(argv):
             return check(resolve(args[0]))
         if verb == 'kernel' and len(args) == 1:
             return 0 if kernels.which_kernel(resolve(args[0]), 'solution').build() else 1
+        if verb == 'tree' and len(args) == 1:
+            trees.Tree(resolve(args[0])).prepare()
+            return 0
         if verb == 'variant' and len(args) == 2:
             lab = resolve(args[0])
             v = lab.variant(args[1])

@@ -5,24 +5,55 @@ in trees/NAME, from another series (a variant) or with an exercise
 folder's kernel/ files laid over the lab's tree. which_kernel() is the
 one place that decides which, for every purpose the kit has.
 
-The build itself is still two scripts, vm/build/lab-tree.sh and
-lab-kernel.sh; Kernel.env() is the one place that sets what they read.
+Kernel.build() prepares the tree (trees.Tree), starts a first build from
+another tree's out dir when there is one (vm/build/seed-tree.py), and has
+Kbuild build it (vm/build/kbuild.sh: the tree's merge_config.sh and make,
+with the config fragments as arguments).
 """
+import fcntl
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
+from contextlib import redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from .labs import KIT, Lab, LabError, all_labs
+from .labs import KIT, Lab, LabError, all_labs, build_dir
+from .trees import Tree, labs_upto
 
 SCRIPTS = KIT / 'vm'
-# The environment variables the build scripts read of a Kernel: set by
-# Kernel.env() only, never taken from the caller's environment.
-KERNEL_VARS = ('KIT_TREE', 'KIT_SERIES', 'KIT_KERNEL_SRC', 'FLAVOUR')
+
+
+def fragments(src, kit=KIT):
+    """The config fragments of a kernel built from tree src, in merge
+    order: the tree's tiny-base, vm/config/base.config, and every lab's
+    kernel.config. One configuration for every lab (the union the last lab
+    needs), so that a tree started from another lab's and ccache's objects
+    carry over; a symbol a tree's Kconfig lacks (lab 02's CONFIG_FS_PIDFD
+    after lab 03) is left out there by kbuild.sh."""
+    out = [Path(src) / 'kernel' / 'configs' / 'tiny-base.config', kit / 'vm' / 'config' / 'base.config']
+    return out + [lab.dir / 'kernel.config' for lab in all_labs(kit) if (lab.dir / 'kernel.config').is_file()]
+
+
+class Tee:
+    """Where a build's lines go: this terminal (or popen's stdout) and a
+    log file."""
+
+    def __init__(self, log, stdout):
+        self.log, self.stdout = log, stdout
+
+    def write(self, text):
+        self.stdout.write(text)
+        self.stdout.flush()
+        if self.log:
+            self.log.write(text)
+
+    def flush(self):
+        self.stdout.flush()
 
 
 @dataclass(frozen=True)
@@ -63,41 +94,101 @@ class Kernel:
                            f'({os.path.relpath(path, KIT)} is missing)')
         return path
 
+    def source_tree(self):
+        return Tree(self.lab, self.tree, self.series, self.overlay)
+
     def env(self, base=None):
-        env = {k: v for k, v in (base or os.environ).items() if k not in KERNEL_VARS}
+        """What vm/build/initramfs.sh reads of the kernel (until it is
+        part of the package): its tree and flavour."""
+        env = {k: v for k, v in (base or os.environ).items()
+               if k not in ('KIT_TREE', 'KIT_SERIES', 'KIT_KERNEL_SRC', 'FLAVOUR')}
         env['FLAVOUR'] = self.flavour
         if self.tree:
             env['KIT_TREE'] = self.tree
-        if self.series:
-            env['KIT_SERIES'] = str(self.series)
-        if self.overlay:
-            env['KIT_KERNEL_SRC'] = str(self.overlay)
         return env
+
+    def seed_root(self):
+        """The tree a new out dir starts from (seed-tree.py): the lab's own
+        for another tree of the lab; the previous lab's for a lab's own.
+        None when that tree is not there."""
+        if self.tree:
+            root = self.lab.build
+        else:
+            before = labs_upto(self.lab)[:-1]
+            if not before:
+                return None
+            root = before[-1].build
+        return root if (root / 'src').is_dir() and (root / 'series.stamp').is_file() else None
+
+    def seed(self):
+        """No build of this flavour yet: start it as a copy of a built one,
+        so that the first build is incremental. Another tree lends its out
+        dir after this tree's files get its file times wherever they are
+        the same; this tree's default build lends its own to another
+        flavour of the lab (Kbuild rebuilds what the config change touches).
+        The debug flavour changes every compile command: nothing to gain
+        from a copy of the default one."""
+        out, src = self.out, self.src
+        if (out / '.config').is_file():
+            return
+        seed = self.seed_root()
+        tool = [sys.executable, str(SCRIPTS / 'build' / 'seed-tree.py')]
+        if seed and (seed / 'out' / self.flavour / 'vmlinux').is_file():
+            shutil.rmtree(out, ignore_errors=True)
+            seed_out = seed / 'out' / self.flavour
+            # Not while that tree is being built: hold its build lock.
+            with open(seed_out / '.make-kernel.lock', 'w') as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)
+                subprocess.run([*tool, 'src', str(seed / 'src'), str(src)], check=True)
+                subprocess.run([*tool, 'out', str(seed_out), str(out), str(seed / 'src'), str(src)], check=True)
+        elif self.flavour not in ('default', 'debug') and (self.lab.out('default', self.tree) / 'vmlinux').is_file():
+            shutil.rmtree(out, ignore_errors=True)
+            subprocess.run([*tool, 'out', str(self.lab.out('default', self.tree)), str(out), str(src), str(src)],
+                           check=True)
+
+    def kbuild_command(self):
+        frags = fragments(self.src)
+        conf = self.flavour_config()
+        if conf:
+            frags.append(conf)
+        cmd = [str(SCRIPTS / 'build' / 'kbuild.sh')]
+        # An attendee's exercise files (laid over this tree): the compiler's
+        # messages name them where the attendee edits them.
+        top = self.overlay / 'kernel' if self.overlay else None
+        if top and top.is_dir():
+            cmd += ['--show-as', ' '.join(f'{p.relative_to(top)}={os.path.relpath(p, KIT)}'
+                                          for p in sorted(top.rglob('*')) if p.is_file())]
+        return cmd + [str(self.src), str(self.out), *map(str, frags)]
 
     def build(self, log=None, **popen):
         """Prepare the tree and build the kernel, printing as it goes (and
         keeping a copy in log, or where popen's stdout says); whether it
         built."""
-        f = None
         if log:
             Path(log).parent.mkdir(parents=True, exist_ok=True)
-            f = open(log, 'w')
+        f = open(log, 'w') if log else None
+        out = Tee(f, popen.get('stdout') or sys.stdout)
         try:
-            for cmd in ([SCRIPTS / 'build' / 'lab-tree.sh', self.lab.name],
-                        [SCRIPTS / 'build' / 'lab-kernel.sh', self.lab.name, self.flavour]):
-                cmd = [str(c) for c in cmd]
-                if not f:
-                    if subprocess.run(cmd, env=self.env(), **popen).returncode != 0:
-                        return False
-                    continue
-                p = subprocess.Popen(cmd, env=self.env(), stdout=subprocess.PIPE,
+            try:
+                with redirect_stdout(out):
+                    self.source_tree().prepare()
+                    self.seed()
+            except (LabError, subprocess.CalledProcessError) as e:
+                out.write(f'kit: {e}\n')
+                return False
+            if not f:
+                # Kbuild's progress line, on a terminal, is drawn in place.
+                if subprocess.run(self.kbuild_command(), **popen).returncode != 0:
+                    return False
+            else:
+                p = subprocess.Popen(self.kbuild_command(), stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, text=True, errors='replace')
                 for line in p.stdout:
-                    sys.stdout.write(line)
-                    sys.stdout.flush()
-                    f.write(line)
+                    out.write(line)
                 if p.wait() != 0:
                     return False
+            version = (build_dir() / 'linux' / '.git' / 'kit-source-version').read_text().strip()
+            (self.out / 'source-version').write_text(f'linux-source-6.1 {version}\n')
             return True
         finally:
             if f:

@@ -23,7 +23,7 @@ new time: the safe side is a file compiled once too often.
 A linked file must never be written in place, or every tree sharing it
 changes. Git does not (it replaces a file it checks out or patches), nor
 does Kbuild (O= writes only the out dir); the kit's own overlay replaces
-the file too (lab-tree.sh), and make test checks afterwards that every
+the file too (kit/trees.py), and make test checks afterwards that every
 lab's tree still holds exactly its series.
 """
 import os
@@ -49,7 +49,7 @@ def seed_src(seed, new):
         differ |= names(git(tree, 'ls-files', '-z', '--others'))
     # What differs must be newer than anything the seed's out dir holds,
     # however old its checkout is.
-    # A file linked to other trees (the pristine checkout's, lab-tree.sh)
+    # A file linked to other trees (the pristine checkout's, kit/trees.py)
     # gets a copy of its own first: their out dirs must not see it change.
     for name in differ:
         path = os.path.join(new, name)

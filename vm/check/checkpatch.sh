@@ -11,7 +11,7 @@ set -euo pipefail
 # shellcheck source=../lib.sh
 . "$(dirname "$0")/../lib.sh"
 
-[ -d "$PRISTINE" ] || "$KIT/vm/build/lab-tree.sh" "$(all_labs | head -n1)" >/dev/null
+[ -d "$PRISTINE" ] || (cd "$KIT" && python3 -m kit tree "$(all_labs | head -n1)") >/dev/null
 checkpatch=$PRISTINE/scripts/checkpatch.pl
 # Results as "ok TEXT" / "not ok TEXT" lines; tap.py numbers them.
 results() {

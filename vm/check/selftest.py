@@ -11,10 +11,9 @@ QEMU, decoded on a small ELF built here). A bug there turns a failing
 lab into a green run, so each gets cases whose answer is known, including
 the ones that must come out as failures; kbuild.sh's shortcut that
 skips Kbuild when nothing changed, and the `cmd` it gives 6.1's Kbuild
-(lib.sh's kbuild_args); and lab-tree.sh's
-following of Debian's 6.1.y versions, on a made-up tarball, with the hard
-links its trees share (seed-tree.py) and the tree it makes again under an
-out dir that outlived the old one; and ccache's settings (lib.sh),
+(lib.sh's kbuild_args); the hard links the trees share (seed-tree.py;
+kit/selftest.py follows Debian's 6.1.y versions on a made-up tarball);
+and ccache's settings (lib.sh),
 which must never hand back an object made from old data. Seconds, on
 the host only.
 """
@@ -984,82 +983,6 @@ class Ccache(unittest.TestCase):
             self.assertRegex(info, r'DW_AT_name +:.*: \.\./src/t\.c\n')
 
 
-class SourceVersion(unittest.TestCase):
-    """lab-tree.sh on a made-up linux-source tarball: a newer Debian
-    version becomes a new commit on branch pristine, KEEP_SOURCE=1 stays.
-    (The lab patches do not apply to the made-up tree: that part fails.)"""
-
-    def prepare(self, d, version, **env):
-        return subprocess.run([os.path.join(VM, 'build', 'lab-tree.sh'), '01'], capture_output=True,
-                              text=True, env=dict(os.environ, BUILD=os.path.join(d, 'build'),
-                                                  TARBALL=os.path.join(d, 'src.tar.xz'),
-                                                  KIT_SOURCE_VERSION=version, **env))
-
-    def tarball(self, d, text):
-        write(os.path.join(d, 'linux-x', 'Makefile'), text)
-        subprocess.run(['tar', '-C', d, '-cJf', os.path.join(d, 'src.tar.xz'), 'linux-x'], check=True)
-
-    def test_newer_package_is_picked_up(self):
-        with tempfile.TemporaryDirectory() as d:
-            pristine = os.path.join(d, 'build', 'linux')
-            self.tarball(d, 'first\n')
-            self.prepare(d, '6.1.1-1')
-            self.tarball(d, 'second\n')
-            kept = self.prepare(d, '6.1.2-1', KEEP_SOURCE='1')
-            self.assertIn('KEEP_SOURCE=1 keeps 6.1.1-1', kept.stdout)
-            self.assertEqual(read(os.path.join(pristine, 'Makefile')), 'first\n')
-            moved = self.prepare(d, '6.1.2-1')
-            self.assertIn('6.1.1-1 was extracted, 6.1.2-1 is installed', moved.stdout)
-            self.assertEqual(read(os.path.join(pristine, 'Makefile')), 'second\n')
-            log = subprocess.run(['git', '-C', pristine, 'log', '--format=%s', 'pristine'],
-                                 capture_output=True, text=True, check=True).stdout
-            self.assertEqual(log.splitlines(), ['Debian linux-source-6.1 6.1.2-1, pristine',
-                                                'Debian linux-source-6.1 6.1.1-1, pristine'])
-
-    def test_new_tree_shares_the_pristine_files(self):
-        with tempfile.TemporaryDirectory() as d:
-            self.tarball(d, 'first\n')
-            self.prepare(d, '6.1.1-1')      # the series fails on this tree, after it is made
-            pristine = os.path.join(d, 'build', 'linux', 'Makefile')
-            mine = os.path.join(d, 'build', 'labs', '01-anon-inode', 'src', 'Makefile')
-            self.assertEqual(os.stat(mine).st_ino, os.stat(pristine).st_ino)
-            status = subprocess.run(['git', '-C', os.path.dirname(mine), 'status', '--porcelain'],
-                                    capture_output=True, text=True, check=True).stdout
-            self.assertEqual(status, '')
-
-    def test_tree_under_an_old_build_is_dated_now(self):
-        """A tree made again under an out dir that outlived it must not
-        hand Kbuild the pristine files' old times, older than the objects
-        that out dir holds: every file would look already compiled."""
-        with tempfile.TemporaryDirectory() as d:
-            self.tarball(d, 'first\n')
-            pristine = os.path.join(d, 'build', 'linux', 'Makefile')
-            lab = os.path.join(d, 'build', 'labs', '01-anon-inode')
-            self.prepare(d, '6.1.1-1')
-            shutil.rmtree(os.path.join(lab, 'src'))
-            os.makedirs(os.path.join(lab, 'out', 'default'))
-            before = os.stat(os.path.join(lab, 'out', 'default')).st_mtime
-            self.prepare(d, '6.1.1-1')
-            mine = os.path.join(lab, 'src', 'Makefile')
-            self.assertNotEqual(os.stat(mine).st_ino, os.stat(pristine).st_ino)
-            self.assertGreaterEqual(os.stat(mine).st_mtime, before)
-            self.assertEqual(read(mine), 'first\n')
-
-    def test_no_index_goes_stale(self):
-        """Linking the pristine files into a new tree must leave both trees'
-        indexes fresh: a stale entry is a file git reads and hashes again
-        at the next status or diff (1.2 GB in a kernel tree).
-        git diff-files trusts the index and lists what it would re-read."""
-        with tempfile.TemporaryDirectory() as d:
-            self.tarball(d, 'first\n')
-            self.prepare(d, '6.1.1-1')
-            for tree in (os.path.join(d, 'build', 'linux'),
-                         os.path.join(d, 'build', 'labs', '01-anon-inode', 'src')):
-                stale = subprocess.run(['git', '-C', tree, 'diff-files', '--name-only'],
-                                       capture_output=True, text=True, check=True).stdout
-                self.assertEqual(stale, '', tree)
-
-
 class KbuildUpToDate(unittest.TestCase):
     """kbuild.sh on a made-up kernel tree, with a make and a
     merge_config.sh that only write down that they ran: the shortcut that
@@ -1231,7 +1154,7 @@ class SeedTree(unittest.TestCase):
             write(os.path.join(seed, 'f.h'), 'patched\n')
             git(seed, 'commit', '-q', '-am', 'patch')
             git(base, 'worktree', 'add', '-q', '--detach', new, 'pristine')
-            # The new tree's f.h is the base tree's file, as lab-tree.sh makes it.
+            # The new tree's f.h is the base tree's file, as kit/trees.py makes it.
             os.replace(os.path.join(new, 'f.h'), os.path.join(new, 'f.h.x'))
             os.link(os.path.join(base, 'f.h'), os.path.join(new, 'f.h'))
             os.remove(os.path.join(new, 'f.h.x'))

@@ -55,8 +55,7 @@ last=$(all_labs | tail -n1)
 row() { printf '  %-34s %8s   %s\n' "$1" "$2" "$3"; }
 secs() { local s=$SECONDS; "$@" >/dev/null 2>&1 || die "'$*' failed"; echo $((SECONDS - s)); }
 
-"$KIT/vm/build/lab-tree.sh" "$first" >/dev/null
-"$KIT/vm/build/lab-kernel.sh" "$first" >/dev/null
+(cd "$KIT" && python3 -m kit kernel "$first") >/dev/null
 kernel=$(lab_out "$first")/arch/x86/boot/bzImage
 initrd=$BUILD/bench-initramfs.cpio
 "$KIT/vm/build/initramfs.sh" "$first" "$(lab_dir "$first")/solution" "$initrd" >/dev/null
@@ -198,8 +197,7 @@ micro() {
 	"$KIT/vm/compare/ref-kernel.sh" >"$outdir/ref-kernel.log" 2>&1 ||
 		{ cat "$outdir/ref-kernel.log" >&2; die "the 6.12 reference kernel did not build"; }
 	if [ "$last" != "$first" ]; then
-		"$KIT/vm/build/lab-tree.sh" "$last" >/dev/null
-		"$KIT/vm/build/lab-kernel.sh" "$last" >/dev/null
+		(cd "$KIT" && python3 -m kit kernel "$last") >/dev/null
 	fi
 	"$KIT/vm/compare/ref-cpio.sh" "$initrd" "$outdir/bench.cpio"
 	declare -A kern=([anon]=$kernel [port]=$(lab_out "$last")/arch/x86/boot/bzImage

@@ -47,8 +47,7 @@ kref=$REF/out/arch/x86/boot/bzImage
 echo "=== $last (the 6.1 port): solution, tests and the 6.1 pidfd selftests"
 # Tree and kernel first, so that a failed build says so (the boot then
 # finds both up to date).
-"$KIT/vm/build/lab-tree.sh" "$last"
-"$KIT/vm/build/lab-kernel.sh" "$last" default
+(cd "$KIT" && python3 -m kit kernel "$last")
 rc=0
 (cd "$KIT" && QUIET=1 DEBUG=0 python3 -m kit boot "$last" test \
 	"$(lab_dir "$last")/solution" ref "$res/lab-tests.log") || rc=$?
