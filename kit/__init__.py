@@ -6,7 +6,11 @@ listed above it:
 
   labs      what a lab folder holds (series, flavours, variants,
             mutations, gdb scripts), its header lines read once
+  stamps    the key of a product's inputs, and the stamp file that
+            says which inputs it was built from (up-to-date checks)
   kernels   which kernel tree a run uses (which_kernel), and its build
+  images    an exercise folder's programs and tests, and the VM's
+            initramfs, against one kernel's tree and output folder
   qemu      one QEMU run: its command line, KVM or TCG, the run record
   vm        one boot: kernel, initramfs, report record, QEMU; gdb checks
   results   every result file of a run, registered by the check that
@@ -20,7 +24,8 @@ and beside them, importing labs only:
             (make in-container), for a machine that is not Debian 12
 
 The move from the shell scripts under vm/ is step by step (issue 31):
-the tree, the kernel build and the initramfs still run as scripts,
-called with explicit arguments, and the environment variables they read
-are set by Kernel.env() and Boot.env() and nowhere else.
+the tree and the kernel build still run as scripts, called with explicit
+arguments, and the environment variables they read are set by
+Kernel.env() and Boot.env() and nowhere else. The labs' initramfs.sh
+hooks stay bash, called by images with arguments.
 """

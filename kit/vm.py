@@ -144,8 +144,9 @@ class Boot:
         shutil.copy(f'{log}.json', self.lab.build / 'last-boot.json')
         if self.mode == 'shell-check':
             return subprocess.run([sys.executable, str(SCRIPTS / 'check' / 'shell-check.py'), self.lab.name,
-                                   str(self.kernel.bzimage), str(self.initrd), str(exercises), str(log),
-                                   self.kernel_args()], env=env, **popen).returncode
+                                   str(self.kernel.bzimage), str(self.kernel.src), str(self.kernel.out),
+                                   str(self.initrd), str(exercises), str(log), self.kernel_args()],
+                                  env=env, **popen).returncode
         if self.mode == 'shell':
             # It starts empty: the VM runs what its initramfs holds until
             # the next make programs.
