@@ -567,7 +567,6 @@ class Images(MadeUpKit):
         self.busybox = write(self.kit / 'busybox', '')
         self.busybox.chmod(0o755)
         self.image = images.Image(self.two, self.two.solution, self.src, self.out)
-        self.streams = []
 
     def capture(self):
         """Two files for a build's stdout and stderr (its compilers write

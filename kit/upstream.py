@@ -11,7 +11,6 @@ its TAP results passed; upstream's program decides what it can test on a
 """
 import os
 import re
-import subprocess
 import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
