@@ -105,7 +105,7 @@ lab: exercises
 # (make check builds your kernel exercises in make lab's tree, trees/work.)
 programs: exercises
 	$(need-deps)
-	@vm/build/programs.sh $(lab) labs/$(lab)/exercises build/labs/$(lab)/live
+	@python3 -m kit programs $(lab) labs/$(lab)/exercises build/labs/$(lab)/live
 	@echo "  LIVE     build/labs/$(lab)/live -> /lab/live in the VM: run your program again there"
 
 check: exercises

@@ -8,7 +8,11 @@ listed above it:
             mutations, gdb scripts), its header lines read once
   trees     a kernel tree: Debian's 6.1, a series applied by git am, an
             attendee's kernel files laid over it
+  stamps    the key of a product's inputs, and the stamp file that
+            says which inputs it was built from (up-to-date checks)
   kernels   which kernel tree a run uses (which_kernel), and its build
+  images    an exercise folder's programs and tests, and the VM's
+            initramfs, against one kernel's tree and output folder
   qemu      one QEMU run: its command line, KVM or TCG, the run record
   vm        one boot: kernel, initramfs, report record, QEMU; gdb checks
   results   every result file of a run, registered by the check that
@@ -22,7 +26,7 @@ and beside them, importing labs only:
             (make in-container), for a machine that is not Debian 12
 
 The move from the shell scripts under vm/ is step by step (issue 31):
-Kbuild itself (kbuild.sh) is a leaf called with explicit arguments; the
-initramfs still runs as a script, and the environment variables it reads
-are set by Kernel.env() and Boot.env() and nowhere else.
+Kbuild itself (kbuild.sh) and the labs' initramfs.sh hooks are leaves,
+called with explicit arguments; records are passed as arguments, and the
+environment holds only the user's settings.
 """

@@ -21,6 +21,15 @@ call them, one line each.
                              one QEMU run of a kernel and initramfs built
                              already (make bench, make reference, the
                              shell check)
+  initramfs LAB EXERCISES CPIO [--kernel-src DIR --kernel-out DIR
+            --tests-lab NN --flavour F]
+                             the VM's initramfs of an exercise folder (make
+                             bench, make reference); the kernel: the lab's
+                             own (of flavour F), or the tree and O= folder
+                             named
+  programs LAB EXERCISES OUT_DIR [same options]
+                             the exercise programs and tests into OUT_DIR
+                             (make programs, the shell check)
   upstream-selftests         make reference: 6.12's pidfd selftests on every
                              lab's solution kernel, as a table
   accel BZIMAGE INITRD       print kvm or tcg (probed once, then cached)
@@ -36,7 +45,7 @@ import os
 import sys
 from pathlib import Path
 
-from . import container, kernels, suite, trees, upstream
+from . import container, images, kernels, suite, trees, upstream
 from .labs import LabError, resolve
 from .qemu import Qemu, choose_accel
 from .vm import Boot
@@ -86,6 +95,30 @@ def qemu_verb(args):
                          live_dir=a.live, quiet=a.quiet).run()
 
 
+def image_verb(verb, args):
+    """initramfs and programs: an Image from explicit arguments only."""
+    import argparse
+    p = argparse.ArgumentParser(prog=f'python3 -m kit {verb}')
+    p.add_argument('lab')
+    p.add_argument('exercises')
+    p.add_argument('cpio' if verb == 'initramfs' else 'out_dir')
+    p.add_argument('--kernel-src', help="the kernel tree (default: the lab's own)")
+    p.add_argument('--kernel-out', help="the kernel's O= folder (default: the lab's, of FLAVOUR)")
+    p.add_argument('--tests-lab', help="whose tests (default: the lab's own)")
+    p.add_argument('--flavour', default='default')
+    a = p.parse_args(args)
+    lab = resolve(a.lab)
+    exercises = Path(a.exercises)
+    if not exercises.is_dir():
+        raise LabError(f'no exercise folder {a.exercises}')
+    kernel = kernels.which_kernel(lab, 'solution', a.flavour)
+    image = images.Image(lab, exercises.resolve(), Path(os.path.abspath(a.kernel_src or kernel.src)),
+                         Path(os.path.abspath(a.kernel_out or kernel.out)),
+                         resolve(a.tests_lab) if a.tests_lab else None)
+    built = image.build(a.cpio) if verb == 'initramfs' else image.programs(a.out_dir)
+    return 0 if built else 1
+
+
 def main(argv):
     verb, args = (argv[0], argv[1:]) if argv else ('', [])
     try:
@@ -117,6 +150,8 @@ def main(argv):
             return boot(lab, *args[1:]).run()
         if verb == 'qemu' and len(args) >= 4:
             return qemu_verb(args)
+        if verb in ('initramfs', 'programs') and args:
+            return image_verb(verb, args)
         if verb == 'upstream-selftests' and not args:
             return upstream.run()
         if verb == 'accel' and len(args) == 2:

@@ -97,16 +97,6 @@ class Kernel:
     def source_tree(self):
         return Tree(self.lab, self.tree, self.series, self.overlay)
 
-    def env(self, base=None):
-        """What vm/build/initramfs.sh reads of the kernel (until it is
-        part of the package): its tree and flavour."""
-        env = {k: v for k, v in (base or os.environ).items()
-               if k not in ('KIT_TREE', 'KIT_SERIES', 'KIT_KERNEL_SRC', 'FLAVOUR')}
-        env['FLAVOUR'] = self.flavour
-        if self.tree:
-            env['KIT_TREE'] = self.tree
-        return env
-
     def seed_root(self):
         """The tree a new out dir starts from (seed-tree.py): the lab's own
         for another tree of the lab; the previous lab's for a lab's own.

@@ -10,7 +10,7 @@ from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 from unittest import mock
 
-from kit import container, kernels, labs, qemu, results, suite, trees, upstream, vm
+from kit import container, images, kernels, labs, qemu, results, stamps, suite, trees, upstream, vm
 
 
 def write(path, text):
@@ -140,17 +140,17 @@ class WhichKernel(MadeUpKit):
     def test_environment_is_the_records_not_the_callers(self):
         with mock.patch.dict(os.environ, {'KIT_TREE': 'work', 'KIT_SERIES': '/x', 'FLAVOUR': 'debug',
                                           'KIT_KERNEL_SRC': '/y', 'LIVE_DIR': '/z', 'APPEND': 'a=b'}):
-            env = kernels.which_kernel(self.two, 'solution').env()
-            self.assertEqual(env['FLAVOUR'], 'default')
-            for name in ('KIT_TREE', 'KIT_SERIES', 'KIT_KERNEL_SRC'):
-                self.assertNotIn(name, env)
             skel = self.kit / 'skel'
             (skel / 'kernel').mkdir(parents=True)
             boot = vm.Boot(kernels.which_kernel(self.two, 'skeleton', exercises=skel), 'test', skel,
                            'skeleton', Path('/l'), append='lab.selftests=0', tests_lab=self.one)
             env = boot.env()
-            self.assertEqual((env['KIT_TREE'], env['TESTS_LAB']), ('skeleton', '01-first'))
-            self.assertNotIn('KIT_KERNEL_SRC', env)
+            self.assertNotIn('TESTS_LAB', env)
+            # The initramfs gets the kernel and the tests' lab as fields.
+            image = boot.image()
+            self.assertEqual((image.kernel_src, image.kernel_out, image.tests_lab, image.exercises),
+                             (self.two.src('skeleton'), self.two.out('default', 'skeleton'), self.one,
+                              skel.resolve()))
             # The kernel arguments are the boot's, not the caller's APPEND.
             q = boot.qemu(env, Path('/l'))
             self.assertEqual((q.append, q.live_dir, q.name), ('lab.selftests=0', None, '02-second (default kernel)'))
@@ -619,6 +619,164 @@ class Container(unittest.TestCase):
     def test_in_container_needs_a_command(self):
         with self.assertRaisesRegex(labs.LabError, "CMD='make check LAB=01'"):
             container.run_in([], env={'CMD': ' '})
+
+
+class Stamps(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self.tmp.cleanup)
+        self.root = Path(self.tmp.name)
+
+    def test_stamp_matches_only_the_key_written(self):
+        stamp = stamps.Stamp(self.root / 'product.key')
+        self.assertFalse(stamp.matches('k1'))
+        stamp.write('k1')
+        self.assertTrue(stamp.matches('k1'))
+        self.assertFalse(stamp.matches('k2'))
+        stamp.clear()
+        self.assertFalse(stamp.matches('k1'))
+        stamp.clear()
+
+    def test_prune_is_anchored_like_find_path(self):
+        for f in ('kernel/x', 'a/kernel/y', 'a/b.c', 'labs/01/solution/kernel/z', 'labs/01/solution/p.c'):
+            write(self.root / f, f)
+        self.assertEqual(stamps.walk_files(self.root, prune=('kernel',)),
+                         ['a/b.c', 'a/kernel/y', 'labs/01/solution/kernel/z', 'labs/01/solution/p.c'])
+        self.assertEqual(stamps.walk_files(self.root, ('labs', 'a/b.c', 'none'), ('labs/*/solution/kernel',)),
+                         ['a/b.c', 'labs/01/solution/p.c'])
+
+    def test_keys_follow_content_and_stat(self):
+        f = write(self.root / 'a/f', 'one')
+        content, stat = stamps.content_lines(self.root), stamps.stat_lines([self.root / 'a', self.root / 'no'])
+        self.assertEqual(len(stat), 2)
+        os.utime(f, ns=(0, 0))
+        self.assertEqual(stamps.content_lines(self.root), content)
+        self.assertNotEqual(stamps.stat_lines([self.root / 'a']), stat)
+        f.write_text('two')
+        self.assertNotEqual(stamps.content_lines(self.root), content)
+        self.assertNotEqual(stamps.key('a', ['b']), stamps.key('a', ['c']))
+        self.assertEqual(len(stamps.key('a')), stamps.KEY_LENGTH)
+
+
+class Images(MadeUpKit):
+    """An Image of the made-up lab 02 against a made-up kernel: a tree and
+    an out folder with headers, .config and kernel.release only."""
+
+    def setUp(self):
+        super().setUp()
+        self.src, self.out = self.kit / 'k/src', self.kit / 'k/out'
+        write(self.src / 'include/linux/x.h', '')
+        write(self.out / 'usr/include/linux/pidfd.h', '')
+        write(self.out / 'include/config/kernel.release', '6.1.0-test\n')
+        write(self.out / '.config', 'CONFIG_X=y\n')
+        write(self.kit / 'vm/guest/init', '#!/bin/sh\n')
+        write(self.two.dir / 'tests/t.c', 'int main(void) { return 0; }\n')
+        self.busybox = write(self.kit / 'busybox', '')
+        self.busybox.chmod(0o755)
+        self.image = images.Image(self.two, self.two.solution, self.src, self.out)
+
+    def capture(self):
+        """Two files for a build's stdout and stderr (its compilers write
+        there too), and a reader of their text."""
+        out, err = (tempfile.TemporaryFile('w+') for _ in range(2))
+        self.addCleanup(out.close)
+        self.addCleanup(err.close)
+
+        def text(f):
+            f.flush()
+            f.seek(0)
+            return f.read()
+        return out, err, lambda: (text(out), text(err))
+
+    def test_inputs_key_skips_kernel_exercises_only(self):
+        key = self.image.inputs_key(self.busybox)
+        # A kernel exercise or a variant is the kernel's input, not the image's.
+        write(self.two.solution / 'kernel/fs/new.c.todo', '--- changed\n')
+        write(self.two.dir / 'exercises/kernel/fs/new.c.todo', '--- changed\n')
+        write(self.two.dir / 'variants/before.series', '# changed\n')
+        self.assertEqual(self.image.inputs_key(self.busybox), key)
+        for path, text in ((self.two.solution / 'prog.c', 'int main(void) { return 1; }\n'),
+                           (self.two.dir / 'tests/t.c', '/* changed */\n'),
+                           (self.kit / 'vm/guest/init', '#!/bin/sh -e\n'),
+                           (self.out / 'usr/include/linux/pidfd.h', '#define X\n')):
+            write(path, text)
+            self.assertNotEqual(self.image.inputs_key(self.busybox), key, path)
+            key = self.image.inputs_key(self.busybox)
+        other = images.Image(self.two, self.two.solution, self.src, self.out, tests_lab=self.one)
+        self.assertNotEqual(other.inputs_key(self.busybox), key)
+
+    def test_unchanged_inputs_build_nothing(self):
+        cpio = self.kit / 'build/i.cpio'
+        write(cpio, 'old')
+        stamps.Stamp(Path(f'{cpio}.key')).write(self.image.inputs_key(self.busybox))
+        out, err, text = self.capture()
+        with mock.patch.object(images.subprocess, 'run', side_effect=AssertionError('ran something')):
+            self.assertTrue(self.image.build(cpio, stdout=out, stderr=err, busybox=self.busybox))
+        self.assertEqual(text(), (f'  INITRD   {cpio} (no input changed since it was built)\n', ''))
+
+    def test_kernel_not_built(self):
+        image = images.Image(self.two, self.two.solution, self.src, self.kit / 'nothing')
+        out, err, text = self.capture()
+        self.assertFalse(image.build(self.kit / 'i.cpio', stdout=out, stderr=err, busybox=self.busybox))
+        self.assertFalse(image.programs(self.kit / 'p', stdout=out, stderr=err))
+        self.assertEqual(text()[1].splitlines(), [
+            "kit: the 02-second kernel is not built yet: run 'make kernel LAB=02'"] * 2)
+
+    def test_cpio_list(self):
+        stage = self.kit / 'stage'
+        write(stage / 'bin/prog', '').chmod(0o755)
+        write(stage / 'tests/t', '').chmod(0o700)
+        write(stage / 'name', '02-second\n').chmod(0o644)
+        (stage / 'selftests').mkdir()
+        lines = images.cpio_list(stage, '/bin/busybox', ['bin/busybox', 'bin/sh', 'sbin/poweroff', 'usr/bin/env'],
+                                 guest='/g')
+        self.assertEqual(lines[:2], ['dir /dev 0755 0 0', 'nod /dev/console 0600 0 0 c 5 1'])
+        self.assertEqual(lines[12:], [
+            'dir /bin 0755 0 0',
+            'file /bin/busybox /bin/busybox 0755 0 0',
+            'slink /bin/sh /bin/busybox 0777 0 0',
+            'slink /usr/bin/env /bin/busybox 0777 0 0',
+            'slink /sbin/poweroff /lab/bin/vm-exit 0777 0 0',
+            'slink /sbin/halt /lab/bin/vm-exit 0777 0 0',
+            'slink /sbin/reboot /lab/bin/vm-exit 0777 0 0',
+            'file /init /g/init 0755 0 0',
+            'file /etc/passwd /dev/null 0644 0 0',
+            'file /etc/profile /g/profile 0644 0 0',
+            'dir /lab/bin 0755 0 0',
+            f'file /lab/bin/prog {stage}/bin/prog 755 0 0',
+            f'file /lab/name {stage}/name 644 0 0',
+            'dir /lab/selftests 0755 0 0',
+            'dir /lab/tests 0755 0 0',
+            f'file /lab/tests/t {stage}/tests/t 700 0 0',
+            'file /lab/bin/run-tests /g/run-tests 0755 0 0',
+            'file /lab/bin/kernel-truth /g/kernel-truth 0755 0 0'])
+        self.assertIn('Lab 02-second -- x86_64 VM, kernel 6.1.0-test\n', images.motd(self.two, '6.1.0-test', 'x86_64'))
+
+    def test_programs_warnings_of_an_untouched_skeleton_are_counted(self):
+        skeleton = 'int main(void)\n{\n\tint unused;\n\treturn 0;\n}\n'
+        exercises = write(self.kit / 'ex/prog.c', skeleton).parent
+        write(self.two.build / 'exercise-state/skel/prog.c', skeleton)
+        image = images.Image(self.two, exercises, self.src, self.out)
+        live = self.kit / 'live'
+        out, err, text = self.capture()
+        self.assertTrue(image.programs(live, stdout=out, stderr=err))
+        said, shown = text()
+        self.assertIn('  WARN     1 in the untouched skeleton prog.c (expected; ', said)
+        self.assertEqual(shown, '')
+        self.assertEqual((live / 'demos').read_text(), 'prog\n')
+        self.assertTrue(os.access(live / 'bin/prog', os.X_OK) and os.access(live / 'tests/t', os.X_OK))
+        self.assertFalse((live / 'bin/prog.new').exists())
+
+        # The attendee's edit: its warnings in full, naming the file.
+        write(exercises / 'prog.c', skeleton.replace('return 0', 'return 1'))
+        out, err, text = self.capture()
+        self.assertTrue(image.programs(live, stdout=out, stderr=err))
+        self.assertIn(f'{exercises}/prog.c:3:13: warning: unused variable', text()[1])
+        # And a compile error: the compiler's own message, file and line.
+        write(exercises / 'prog.c', 'int main(void)\n{\n\treturn nope;\n}\n')
+        out, err, text = self.capture()
+        self.assertFalse(image.programs(live, stdout=out, stderr=err))
+        self.assertRegex(text()[1], f'{exercises}/prog.c:3:16: error: .nope. undeclared')
 
 
 class RealLabs(unittest.TestCase):

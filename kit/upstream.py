@@ -11,12 +11,12 @@ its TAP results passed; upstream's program decides what it can test on a
 """
 import os
 import re
-import subprocess
 import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
+from .images import Image
 from .kernels import SCRIPTS, which_kernel
 from .labs import all_labs
 from .qemu import Qemu
@@ -132,7 +132,7 @@ def run(ref=None, out_file=None):
         if not kernel.build():
             return 1
         cpio = ref / f'initramfs-6.12-selftests-{lab.number}.cpio'
-        env = dict(kernel.env(), KIT_KSRC=str(src), KIT_KOUT=str(kout))
+        env = dict(os.environ)
         # Lab 04's policy rig compiles 6.12's policy: with make reference's
         # checkpolicy wrapper (vm/compare/ref-checkpolicy.sh).
         (ref / 'bin').mkdir(exist_ok=True)
@@ -140,8 +140,8 @@ def run(ref=None, out_file=None):
         if not wrapper.exists():
             wrapper.symlink_to(SCRIPTS / 'compare' / 'ref-checkpolicy.sh')
         env['PATH'] = f'{ref / "bin"}:{env["PATH"]}'
-        subprocess.run([str(SCRIPTS / 'build' / 'initramfs.sh'), lab.name, str(lab.solution), str(cpio)],
-                       env=env, check=True)
+        if not Image(lab, lab.solution, src, kout).build(cpio, env=env):
+            return 1
         log = ref / 'results' / f'selftests-6.12-{lab.name}.log'
         log.parent.mkdir(parents=True, exist_ok=True)
         rc = Qemu.from_env('test', kernel.bzimage, cpio, log, append='lab.tests=selftests',

@@ -1,7 +1,7 @@
 """One boot of a lab's kernel: its initramfs, its record, QEMU.
 
 Boot.run() builds the kernel (kernels.py), an initramfs made from an
-exercise folder's programs (vm/build/initramfs.sh), writes the record a
+exercise folder's programs (images.py), writes the record a
 kernel report needs to be decoded (make report reads the last one), then
 runs QEMU (qemu.py) in one of its modes:
 
@@ -11,9 +11,10 @@ runs QEMU (qemu.py) in one of its modes:
   shell        the attendee's shell on this terminal (make lab)
   shell-check  that shell driven by vm/check/shell-check.py (make test)
 
-Boot.env() is the one place that sets what initramfs.sh reads (with
-Kernel.env()); the user's own settings (ACCEL, MEM, SMP, GDB, WAIT,
-GDB_PORT, TIMEOUT, BOOT_TIMEOUT) pass through to Qemu.from_env().
+Boot.env() is the environment of the shell check and QEMU: the user's
+own settings (ACCEL, MEM, SMP, GDB, WAIT, GDB_PORT, TIMEOUT,
+BOOT_TIMEOUT, read by Qemu.from_env()), with the flavour's "# boot:"
+ones where the user set none.
 """
 import os
 import shutil
@@ -24,13 +25,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from .kernels import KIT, Kernel, which_kernel  # noqa: F401  (which_kernel: for callers)
+from .images import Image
+from .kernels import KIT, Kernel
 from .labs import Lab, LabError, headers
 from .qemu import Qemu, port_listening
 
 SCRIPTS = KIT / 'vm'
-# Set by Boot.env() only, never taken from the caller's environment.
-BOOT_VARS = ('TESTS_LAB',)
 RUN_SECONDS = KIT / 'vm' / 'config' / 'run-seconds'
 
 
@@ -97,15 +97,16 @@ class Boot:
         """What the scripts and QEMU read: the kernel's fields, this boot's
         settings, and the flavour's "# boot:" VM settings (MEM, TIMEOUT...),
         where the user or the caller set none."""
-        env = {k: v for k, v in self.kernel.env().items() if k not in BOOT_VARS}
+        env = dict(os.environ)
         env.update(self.settings or {})
         for setting in self.flavour_headers().get('boot', '').split():
             name, _, value = setting.partition('=')
             if not env.get(name):
                 env[name] = value
-        if self.tests_lab:
-            env['TESTS_LAB'] = self.tests_lab.name
         return env
+
+    def image(self):
+        return Image.of_kernel(self.kernel, self.exercises, self.tests_lab)
 
     def run(self, **popen):
         """Build what the boot needs and boot; QEMU's exit status (in test
@@ -129,8 +130,8 @@ class Boot:
         exercises = Path(self.exercises).resolve()
         if self.reuse_initrd and self.initrd.is_file():
             say('INITRD', f'{os.path.relpath(self.initrd, KIT)} (built by the run before)')
-        elif subprocess.run([str(SCRIPTS / 'build' / 'initramfs.sh'), self.lab.name, str(exercises),
-                             str(self.initrd)], env=env, **popen).returncode != 0:
+        elif not self.image().build(self.initrd, env=env, stdout=popen.get('stdout'),
+                                    stderr=popen.get('stderr')):
             return 1
         log = self.log_path()
         log.parent.mkdir(parents=True, exist_ok=True)
@@ -144,8 +145,9 @@ class Boot:
         shutil.copy(f'{log}.json', self.lab.build / 'last-boot.json')
         if self.mode == 'shell-check':
             return subprocess.run([sys.executable, str(SCRIPTS / 'check' / 'shell-check.py'), self.lab.name,
-                                   str(self.kernel.bzimage), str(self.initrd), str(exercises), str(log),
-                                   self.kernel_args()], env=env, **popen).returncode
+                                   str(self.kernel.bzimage), str(self.kernel.src), str(self.kernel.out),
+                                   str(self.initrd), str(exercises), str(log), self.kernel_args()],
+                                  env=env, **popen).returncode
         if self.mode == 'shell':
             # It starts empty: the VM runs what its initramfs holds until
             # the next make programs.
@@ -180,7 +182,6 @@ def gdb_check(boot, script, tap_path, gdb_port=None):
     <symbol> <address>" (vm/gdb/running-kernel.gdb, vm/guest/kernel-truth),
     two more: the vmlinux gdb loaded is the running kernel's, and gdb
     stopped where the running kernel has the symbol."""
-    import re
     import time
     name = Path(script).name
     guest = headers(script).get('guest')

@@ -148,11 +148,8 @@ run_record() {
 
 lab_dir() { echo "$KIT/labs/$1"; }
 lab_build() { echo "$BUILD/labs/$1"; }
-# A lab has its reference kernel tree, and with KIT_TREE=name another one
-# (an attendee's kernel exercise, the skeleton CI builds). Every tree keeps
-# src/ and out/<flavour>/ side by side, so compile commands look the same
-# from every out/ dir and ccache shares objects between all of them.
-lab_root() { echo "$BUILD/labs/$1${KIT_TREE:+/trees/$KIT_TREE}"; }
+# A lab's own kernel tree (kit/labs.py has the others, under trees/).
+lab_root() { echo "$BUILD/labs/$1"; }
 lab_src() { echo "$(lab_root "$1")/src"; }
 # Output directory of one kernel flavour ("default" unless a lab needs more).
 lab_out() { echo "$(lab_root "$1")/out/${2:-default}"; }

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The lab VM's shell, driven as an attendee drives it, on a terminal.
 
-  shell-check.py LAB BZIMAGE INITRD EXERCISE_DIR TAP [KERNEL_ARGS]
+  shell-check.py LAB BZIMAGE KERNEL_SRC KERNEL_OUT INITRD EXERCISE_DIR TAP [KERNEL_ARGS]
 
 Boots the VM (python3 -m kit qemu) in shell mode on a pseudo-terminal (what
 `make lab` does on a real one), types at its prompt and writes what it saw
@@ -16,6 +16,8 @@ as TAP:
   - `poweroff` ends QEMU.
 
 The exercise sources are copied first; EXERCISE_DIR is never written.
+KERNEL_SRC and KERNEL_OUT are the booted kernel's tree and O= folder, whose
+headers make programs compiles against (python3 -m kit programs).
 """
 import os
 import pty
@@ -133,10 +135,10 @@ def edit_program(exdir):
 
 
 def main(argv):
-    if len(argv) not in (6, 7):
+    if len(argv) not in (8, 9):
         sys.exit(__doc__)
-    lab, kernel, initrd, exdir, tap = argv[1:6]
-    append = argv[6] if len(argv) == 7 else ''
+    lab, kernel, ksrc, kout, initrd, exdir, tap = argv[1:8]
+    append = argv[8] if len(argv) == 9 else ''
     results = []
 
     def check(ok, what, note=''):
@@ -147,7 +149,8 @@ def main(argv):
     live, src = os.path.join(work, 'live'), os.path.join(work, 'src')
     os.mkdir(live)
     shutil.copytree(exdir, src)
-    build = [os.path.join(KIT, 'vm', 'build', 'programs.sh'), lab, src, live]
+    build = [sys.executable, '-m', 'kit', 'programs', lab, src, live, '--kernel-src', ksrc,
+             '--kernel-out', kout]
     vm = Vm(kernel, initrd, live, append)
     try:
         booted = vm.expect(PROMPT, float(os.environ.get('BOOT_TIMEOUT', 120)))
@@ -169,7 +172,7 @@ def main(argv):
         prog = edit_program(src)
         if check(prog, 'an exercise program to edit'):
             start = time.time()
-            built = subprocess.run(build, stdout=subprocess.DEVNULL,
+            built = subprocess.run(build, cwd=KIT, stdout=subprocess.DEVNULL,
                                    stderr=subprocess.PIPE, text=True)
             out = vm.command(f'{prog} | head -n 1', 60) or ''
             took = time.time() - start

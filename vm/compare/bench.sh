@@ -58,7 +58,8 @@ secs() { local s=$SECONDS; "$@" >/dev/null 2>&1 || die "'$*' failed"; echo $((SE
 (cd "$KIT" && python3 -m kit kernel "$first") >/dev/null
 kernel=$(lab_out "$first")/arch/x86/boot/bzImage
 initrd=$BUILD/bench-initramfs.cpio
-"$KIT/vm/build/initramfs.sh" "$first" "$(lab_dir "$first")/solution" "$initrd" >/dev/null
+(cd "$KIT" && python3 -m kit initramfs "$first" "$(lab_dir "$first")/solution" "$initrd" \
+	--kernel-src "$(lab_src "$first")" --kernel-out "$(lab_out "$first")") >/dev/null
 accel=${ACCEL:-$(cd "$KIT" && python3 -m kit accel "$kernel" "$initrd")}
 
 echo "pidfs workshop kit benchmarks ($(nproc) cores, accelerator $accel, $(date -u +%F))"

@@ -6,7 +6,7 @@
 # OUTPUT_CPIO = BASE_CPIO followed by a second cpio archive holding
 # /lab/bin/pidfd_parity, /lab/bin/pidfd_bench and /lab/bin/ref-run (the
 # kernel unpacks concatenated archives one after the other, as it does for
-# early microcode). BASE_CPIO is left as vm/build/initramfs.sh made it.
+# early microcode). BASE_CPIO is left as kit/images.py made it.
 #
 # The two programs are built once, static, against the host's headers (they
 # define what 6.1 lacks themselves), so every kernel runs the same binary.

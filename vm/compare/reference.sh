@@ -63,8 +63,9 @@ ref_cpio=$REF/initramfs-6.12.cpio
 mkdir -p "$REF/bin"
 ln -sf "$KIT/vm/compare/ref-checkpolicy.sh" "$REF/bin/checkpolicy"
 : >"$REF/policycaps-dropped"
-PATH=$REF/bin:$PATH REF_DROPPED=$REF/policycaps-dropped KIT_KSRC=$REF/src KIT_KOUT=$REF/out \
-	"$KIT/vm/build/initramfs.sh" "$last" "$(lab_dir "$last")/solution" "$ref_cpio"
+(cd "$KIT" && PATH=$REF/bin:$PATH REF_DROPPED=$REF/policycaps-dropped \
+	python3 -m kit initramfs "$last" "$(lab_dir "$last")/solution" "$ref_cpio" \
+	--kernel-src "$REF/src" --kernel-out "$REF/out")
 rc=0
 (cd "$KIT" && python3 -m kit qemu test "$kref" "$ref_cpio" "$res/ref-tests.log" --quiet \
 	--name linux-source-6.12) || rc=$?

@@ -3,7 +3,7 @@
  * The lines the VM prints for the host to find, defined once.
  *
  * Guest C programs include this file. The initramfs carries a shell copy
- * of it (/lab/markers, made by vm/build/initramfs.sh) for init and
+ * of it (/lab/markers, made by kit/images.py) for init and
  * run-tests, and the host reads it here: vm/check/tap.py for the Python
  * checks, lib.sh's `marker` for the shell ones. A marker always starts a
  * console line and is followed by one space and its fields.
