@@ -9,12 +9,13 @@ SHELL := /bin/bash
 KIT := $(CURDIR)
 LABS := $(notdir $(patsubst %/,%,$(wildcard labs/[0-9][0-9]-*/)))
 LAB ?= $(lastword $(LABS))
-export ACCEL GDB WAIT GDB_PORT MEM SMP DEBUG
+export ACCEL GDB WAIT GDB_PORT MEM SMP DEBUG BUNDLE DEBS
 
 # Resolved lab folder name (dies with the list of labs on a bad LAB).
 lab = $(shell (source vm/lib.sh && resolve_lab '$(LAB)') 2>/dev/null || echo BAD)
 need-lab = @[ "$(lab)" != BAD ] || { KIT_ME=make; source vm/lib.sh; resolve_lab '$(LAB)'; }
-need-deps = @vm/deps.sh check || vm/deps.sh install
+# BUNDLE=FILE: a room's bundle brings the packages (and every kernel).
+need-deps = @$(if $(BUNDLE),python3 -m kit use-bundle,vm/deps.sh check || vm/deps.sh install)
 # make reference and make bench also need linux-source-6.12.
 need-ref-deps = @vm/deps.sh check reference || vm/deps.sh install reference
 # make docs needs Sphinx and graphviz only; make docs-check also a browser.
@@ -22,7 +23,7 @@ need-docs-deps = @vm/deps.sh check docs || vm/deps.sh install docs
 need-docs-check-deps = @vm/deps.sh check docs-check || vm/deps.sh install docs-check
 
 .PHONY: help deps ahead lab test kernel check solution exercises programs gdb report sparse docs docs-check bench \
-	checkpatch shellcheck clean transcripts reference selftest container in-container
+	checkpatch shellcheck clean transcripts reference selftest container in-container bundle
 
 help:
 	@echo "pidfs workshop kit: labs $(LABS)"
@@ -31,6 +32,9 @@ help:
 	@echo "                          GDB=1 opens a gdb stub on 127.0.0.1:GDB_PORT, WAIT=1 also halts at start"
 	@echo "  make ahead              build every lab's kernel now (before the workshop): each"
 	@echo "                          later make lab LAB=NN only boots"
+	@echo "  make bundle             after make ahead: one file for a room (kernels, packages; DEBS=0"
+	@echo "                          leaves the packages out); its path is the last line"
+	@echo "  make lab BUNDLE=FILE    on a fresh clone: packages and kernels from that file, no network"
 	@echo "  make check LAB=NN       run lab NN's tests against YOUR exercises (labs/NN-*/exercises)"
 	@echo "  make programs LAB=NN    rebuild your exercise programs and tests into the running make lab VM"
 	@echo "                          (it sees them at /lab/live at once; no reboot)"
@@ -74,6 +78,11 @@ ahead:
 	$(need-deps)
 	@python3 -m kit ahead
 
+# One file for a room (see the book's "Running a room"): make ahead first.
+bundle:
+	$(need-deps)
+	@python3 -m kit bundle
+
 kernel:
 	$(need-lab)
 	$(need-deps)
@@ -82,7 +91,7 @@ kernel:
 # Kernel exercises are marker patches (solution/kernel/PATH.todo),
 # rendered from the lab's patched tree: prepare that tree first.
 todo = $(shell find labs/$(lab)/solution/kernel -name '*.todo' 2>/dev/null)
-need-tree = $(if $(todo),@vm/deps.sh check >/dev/null || vm/deps.sh install; python3 -m kit tree $(lab))
+need-tree = $(if $(todo),@$(if $(BUNDLE),python3 -m kit use-bundle,vm/deps.sh check >/dev/null || vm/deps.sh install); python3 -m kit tree $(lab))
 
 # FRESH=1: back to the skeleton, every file that is not one saved first.
 exercises:

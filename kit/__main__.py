@@ -11,7 +11,7 @@ call them, one line each.
                              exercises, then their summary
   kernel LAB                 make kernel: the lab's own kernel
   tree LAB                   the lab's own kernel tree, its series applied
-  ahead                      make ahead: every lab's kernels
+  ahead [LAB...]             make ahead: every lab's kernels (or those named)
   variant LAB NAME           a kernel variant (variants/NAME.series) booted
                              to a shell, with the solution's programs
   boot LAB MODE DIR TAG [LOG]  one boot of the kernel and programs of DIR
@@ -30,6 +30,16 @@ call them, one line each.
   programs LAB EXERCISES OUT_DIR [same options]
                              the exercise programs and tests into OUT_DIR
                              (make programs, the shell check)
+  bench-room DIR             make bench ONLY=room: a bundle, then a fresh
+                             clone with it and no network, timed
+  room-check DIR             CI's check of a bundle: the last lab's VM from
+                             a fresh clone, no network, no packages
+  use-bundle                 BUNDLE=FILE: install its packages and unpack its
+                             kernels into an empty build/ (lab, check, ahead
+                             and tree do it first)
+  bundle [OUT]               make bundle: the built trees and kernels (and,
+                             unless DEBS=0, the packages) in one file for a
+                             room; its path is the last line
   upstream-selftests         make reference: 6.12's pidfd selftests on every
                              lab's solution kernel, as a table
   accel BZIMAGE INITRD       print kvm or tcg (probed once, then cached)
@@ -39,13 +49,14 @@ call them, one line each.
                              $CMD) in that image, on this checkout
 
 User settings, from the environment: DEBUG=1 (the debug kernel), ACCEL,
-MEM, SMP, GDB, WAIT, GDB_PORT, TIMEOUT, BOOT_TIMEOUT, APPEND, QUIET.
+MEM, SMP, GDB, WAIT, GDB_PORT, TIMEOUT, BOOT_TIMEOUT, APPEND, QUIET,
+BUNDLE=FILE (lab, check and ahead start from a room's bundle), DEBS.
 """
 import os
 import sys
 from pathlib import Path
 
-from . import container, images, kernels, suite, trees, upstream
+from . import bundle, container, images, kernels, suite, trees, upstream
 from .labs import LabError, resolve
 from .qemu import Qemu, choose_accel
 from .vm import Boot
@@ -122,6 +133,10 @@ def image_verb(verb, args):
 def main(argv):
     verb, args = (argv[0], argv[1:]) if argv else ('', [])
     try:
+        if verb in ('lab', 'check', 'ahead', 'boot', 'tree', 'use-bundle'):
+            bundle.use_if_asked()
+        if verb == 'use-bundle' and not args:
+            return 0
         if verb == 'test':
             return suite.make_test(args)
         if verb == 'mutation' and len(args) in (2, 3):
@@ -143,8 +158,8 @@ def main(argv):
             append = f'{v.append} {os.environ.get("APPEND", "")}'.strip()
             return Boot(kernel, 'shell', lab.solution, f'variant-{v.name}', append=append,
                         quiet=False).run()
-        if verb == 'ahead' and not args:
-            return kernels.ahead()
+        if verb == 'ahead':
+            return kernels.ahead([resolve(a) for a in args] or None)
         if verb == 'boot' and len(args) in (4, 5):
             lab = resolve(args[0])
             return boot(lab, *args[1:]).run()
@@ -152,6 +167,13 @@ def main(argv):
             return qemu_verb(args)
         if verb in ('initramfs', 'programs') and args:
             return image_verb(verb, args)
+        if verb == 'bundle' and len(args) <= 1:
+            bundle.make(*args, debs=os.environ.get('DEBS', '1') != '0')
+            return 0
+        if verb == 'bench-room' and len(args) == 1:
+            return bundle.bench(args[0])
+        if verb == 'room-check' and len(args) == 1:
+            return bundle.bench(args[0], labs=[], debs=False)
         if verb == 'upstream-selftests' and not args:
             return upstream.run()
         if verb == 'accel' and len(args) == 2:

@@ -1,6 +1,7 @@
 """The package's own checks, on made-up labs: python3 -m kit.selftest
 (make selftest runs it). Host only, seconds; no kernel, no VM."""
 import io
+import json
 import os
 import subprocess
 import tempfile
@@ -10,7 +11,7 @@ from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 from unittest import mock
 
-from kit import container, images, kernels, labs, qemu, results, stamps, suite, trees, upstream, vm
+from kit import bundle, container, images, kernels, labs, qemu, results, stamps, suite, trees, upstream, vm
 
 
 def write(path, text):
@@ -425,6 +426,68 @@ class SourceVersion(unittest.TestCase):
             want = subprocess.run(['bash', '-c', f'{{ echo 01-anon-inode; echo abc; cat {p} {p}; }} | '
                                    'sha256sum | cut -c1-16'], capture_output=True, text=True).stdout.strip()
             self.assertEqual(key, want)
+
+
+class Bundle(unittest.TestCase):
+    """A room's bundle: what it is refused for, and the move of Kbuild's
+    files to the checkout that unpacks it."""
+
+    def manifest(self):
+        return dict(format=bundle.FORMAT, pristine='abc', series=bundle.series_keys('abc'),
+                    **bundle.machine())
+
+    def test_a_bundle_for_this_kit_and_machine_is_taken(self):
+        self.assertIsNone(bundle.refusal(self.manifest()))
+
+    def test_each_refusal_says_why_in_one_line(self):
+        for key, value, said in (('arch', 'riscv64', 'made on riscv64'),
+                                 ('gcc', '11.0-1', 'built with gcc 11.0-1'),
+                                 ('format', 99, 'format 99')):
+            m = self.manifest()
+            m[key] = value
+            with self.subTest(key=key):
+                self.assertIn(said, bundle.refusal(m))
+                self.assertNotIn('\n', bundle.refusal(m))
+        m = self.manifest()
+        if m['linux_source']:
+            m['linux_source'] = '6.1.0-0'
+            self.assertIn('linux-source-6.1 6.1.0-0', bundle.refusal(m))
+        m = self.manifest()
+        lab = labs.all_labs()[-1].name
+        m['series'][lab] = '0' * 16
+        self.assertIn(f'another series of {lab}', bundle.refusal(m))
+
+    def test_kbuild_files_move_to_this_checkout_with_their_times(self):
+        with tempfile.TemporaryDirectory() as d:
+            build = Path(d) / 'build'
+            out = build / 'labs' / '01-x' / 'out' / 'default'
+            cmd = write(out / 'fs' / '.open.o.cmd', 'cmd := /old/kit/vm/build/cc -I/old/build/labs/01-x/src/include\n')
+            blob = out / 'vmlinux'
+            blob.write_bytes(b'\0ELF /old/build/labs/01-x/src/fs/open.c')
+            (out / 'source').symlink_to('/old/build/labs/01-x/src')
+            os.utime(cmd, ns=(1, 1_000_000_123))
+            manifest = {'build': '/old/build', 'kit': '/old/kit', 'paths': ['labs/01-x/out/default']}
+            with mock.patch.object(bundle, 'KIT', Path('/new/kit')):
+                self.assertEqual(bundle.relocate(manifest, build), 1)
+            self.assertEqual(cmd.read_text(), f'cmd := /new/kit/vm/build/cc -I{build}/labs/01-x/src/include\n')
+            self.assertEqual(cmd.stat().st_mtime_ns, 1_000_000_123)
+            self.assertIn(b'/old/build', blob.read_bytes())
+            self.assertEqual(os.readlink(out / 'source'), f'{build}/labs/01-x/src')
+
+    def test_not_a_bundle_and_a_used_build(self):
+        with tempfile.TemporaryDirectory() as d:
+            d = Path(d)
+            junk = write(d / 'junk.tar', 'not a tar')
+            with self.assertRaises(labs.LabError):
+                bundle.read_manifest(junk)
+            (d / 'm').mkdir()
+            (d / 'm' / 'manifest.json').write_text(json.dumps(self.manifest()))
+            subprocess.run(['tar', '-cf', str(d / 'b.tar'), '-C', str(d / 'm'), 'manifest.json'], check=True)
+            (d / 'build' / 'linux').mkdir(parents=True)
+            out = io.StringIO()
+            with mock.patch.dict(os.environ, {'BUILD': str(d / 'build')}), redirect_stdout(out):
+                self.assertFalse(bundle.use(d / 'b.tar'))
+            self.assertIn('holds kernel trees already', out.getvalue())
 
 
 class UpstreamSelftests(unittest.TestCase):

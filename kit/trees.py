@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Optional
 
 from .labs import KIT, Lab, LabError, all_labs, build_dir
+from .stamps import Stamp
 
 PACKAGE = 'linux-source-6.1'
 # No automatic gc: `git gc --auto` goes to the background after a git am
@@ -219,11 +220,13 @@ class Tree:
             pristine.prepare(keep_source)
             patches = self.patches()
             want = self.series_key(git(pristine.path, 'rev-parse', 'pristine', capture=True).strip(), patches)
-            src = self.src
-            if src.is_dir() and self.stamp.is_file() and self.stamp.read_text().strip() == want:
+            src, stamp = self.src, Stamp(self.stamp)
+            if src.is_dir() and stamp.matches(want):
                 note('TREE', f'{src} (series unchanged)')
                 self.lay_over()
                 return self
+            # A tree cut off half way through its series is not made.
+            stamp.clear()
             self.make(pristine, src)
             for p in patches:
                 p_rel = os.path.relpath(p, KIT)
@@ -235,7 +238,7 @@ class Tree:
                     raise LabError(f'patch {p_rel} does not apply to the {self.lab.name} tree '
                                    '(git am said the above); fix the patch, then rerun')
                 note('PATCH', p_rel)
-            self.stamp.write_text(want + '\n')
+            stamp.write(want)
             note('TREE', str(src))
             self.lay_over()
         return self

@@ -2,6 +2,7 @@
 # The kit's Debian packages.
 #   deps.sh check [GROUP]     list what is missing (exit 1 if anything is)
 #   deps.sh install [GROUP]   apt-get install what is missing (as root, or via sudo)
+#   deps.sh list [GROUP]      the group's packages, one per line (make bundle)
 # Groups: none, the whole kit (labs, VM, gdb, CI's checks, the book);
 # "reference" adds what only `make reference` and `make bench` need: the
 # 6.12 source, a large download attendees can do without; "docs" is only
@@ -22,6 +23,8 @@ packages=(
 	# the kernel and its build
 	linux-source-6.1 gcc make bc flex bison libelf-dev libssl-dev
 	xz-utils cpio git perl python3 ccache
+	# make bundle, and a room's BUNDLE=
+	zstd
 	# the VM and what runs in it
 	qemu-system-x86 busybox-static
 	# lab 04: the SELinux policy compiler
@@ -51,6 +54,9 @@ for p in "${packages[@]}"; do
 done
 
 case ${1:-check} in
+list)
+	printf '%s\n' "${packages[@]}"
+	;;
 check)
 	[ ${#missing[@]} -eq 0 ] && exit 0
 	echo "Missing Debian packages: ${missing[*]}" >&2
@@ -79,7 +85,7 @@ install)
 	DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
 	;;
 *)
-	echo "usage: deps.sh check|install [reference|docs|docs-check|container]" >&2
+	echo "usage: deps.sh check|install|list [reference|docs|docs-check|container]" >&2
 	exit 2
 	;;
 esac

@@ -25,7 +25,11 @@
 #   at boot, an endless loop, a NULL dereference; each from the edit to the
 #   verdict, incremental build and boot included.
 #
-# ONLY=harness|micro|goals|reports runs one part. The whole output goes to
+# room: a room's bundle (issue 32): make bundle here, after make ahead,
+#   then a fresh clone with BUNDLE=, no network and an empty ccache, to
+#   the lab 04 VM and then every other lab's (kit/bundle.py).
+#
+# ONLY=harness|micro|goals|reports|room runs one part. The whole output goes to
 # build/bench/bench.txt; UPDATE=1 also copies it to
 # docs/transcripts/reference/bench.txt, which the book and the README
 # quote (not checked: the numbers vary from run to run).
@@ -48,7 +52,7 @@ if [ -z "${BENCH_TEE:-}" ]; then
 	exit 0
 fi
 only=${ONLY:-}
-case $only in '' | harness | micro | goals | reports) ;; *) die "ONLY must be harness, micro, goals or reports, not '$only'" ;; esac
+case $only in '' | harness | micro | goals | reports | room) ;; *) die "ONLY must be harness, micro, goals, reports or room, not '$only'" ;; esac
 
 first=$(all_labs | sed -n 1p)  # sed, not head: no SIGPIPE under pipefail
 last=$(all_labs | tail -n1)
@@ -252,8 +256,13 @@ reports() {
 	echo "  first 5 lines of make check; endless loop <= 150 s; panic at boot <= 60 s"
 }
 
+room() {
+	(cd "$KIT" && python3 -m kit bench-room "$outdir") || true
+}
+
 case $only in
-'') harness; micro; reports; goals ;;
+'') harness; micro; reports; room; goals ;;
+room) room ;;
 reports) reports ;;
 harness) harness ;;
 micro) micro ;;
