@@ -97,13 +97,13 @@ need-tree = $(if $(todo),@$(if $(BUNDLE),python3 -m kit use-bundle,vm/deps.sh ch
 exercises:
 	$(need-lab)
 	$(need-tree)
-	@python3 vm/build/exercises.py $(if $(filter 1,$(FRESH)),fresh,sync) labs/$(lab) \
+	@python3 vm/kernel/exercises.py $(if $(filter 1,$(FRESH)),fresh,sync) labs/$(lab) \
 		build/labs/$(lab)/exercise-state $(if $(filter 1,$(FRESH)),saved) build/labs/$(lab)/src
 
 solution:
 	$(need-lab)
 	$(need-tree)
-	@python3 vm/build/exercises.py solution labs/$(lab) build/labs/$(lab)/exercise-state saved \
+	@python3 vm/kernel/exercises.py solution labs/$(lab) build/labs/$(lab)/exercise-state saved \
 		build/labs/$(lab)/src
 
 lab: exercises

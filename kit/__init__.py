@@ -20,10 +20,13 @@ listed above it:
   suite     every check of a lab (LabSuite), and one mutation's
             (MutationCheck)
 
-and beside them, importing labs only:
+and beside them:
 
   container the kit's image (make container) and a command run in it
             (make in-container), for a machine that is not Debian 12
+  bundle    make bundle and BUNDLE=: a room's trees, kernels and packages
+            in one file, so that attendees boot instead of building
+  upstream  make reference's run of 6.12's pidfd selftests on every lab
 
 The move from the shell scripts under vm/ is step by step (issue 31):
 Kbuild itself (kbuild.sh) and the labs' initramfs.sh hooks are leaves,

@@ -101,7 +101,7 @@ def skeleton_differs(lab, src):
     skeleton (an instructor's own edits, or make solution's): attendees
     start from the skeleton, and would compile these again."""
     with tempfile.TemporaryDirectory() as d:
-        subprocess.run([sys.executable, str(KIT / 'vm' / 'build' / 'exercises.py'), 'skel', str(lab.solution),
+        subprocess.run([sys.executable, str(KIT / 'vm' / 'kernel' / 'exercises.py'), 'skel', str(lab.solution),
                         d, str(lab.src())], check=True, capture_output=True)
         top = Path(d) / 'kernel'
         return [str(p.relative_to(top)) for p in sorted(top.rglob('*')) if p.is_file() and
@@ -277,6 +277,26 @@ def relocate(manifest, build):
     return changed
 
 
+def relink_worktrees(manifest, build):
+    """Each tree is a git worktree of build/linux, and the two name each
+    other by absolute path: rewrite both sides to this build/. Not git
+    worktree repair: where the bundle's own build/ still exists (the
+    machine that made it, CI), repair follows the old paths and would
+    link that checkout's trees to this repository."""
+    old, new = manifest['build'], str(build)
+    trees = []
+    for rel in manifest['paths']:
+        dotgit = build / rel / '.git'
+        if rel.endswith('/src') and dotgit.is_file():
+            dotgit.write_text(dotgit.read_text().replace(old, new, 1))
+            trees.append(rel)
+    for gitdir in (build / 'linux' / '.git' / 'worktrees').glob('*/gitdir'):
+        gitdir.write_text(gitdir.read_text().replace(old, new, 1))
+    # Trees that were not packed (make test's skeletons and variants).
+    git(build / 'linux', 'worktree', 'prune', capture=True)
+    return trees
+
+
 def use(path):
     """Unpack the bundle at path into an empty build/, or say in one line
     why not; whether the kit now has its kernels."""
@@ -305,10 +325,7 @@ def use(path):
     if p.returncode != 0:
         raise LabError(f'{path} could not be unpacked into {build} (see above)')
     changed = relocate(manifest, build)
-    # Each tree is a git worktree of build/linux: tell git where they are.
-    trees = [str(build / p) for p in manifest['paths'] if p.endswith('/src')]
-    git(build / 'linux', 'worktree', 'repair', *trees, capture=True)
-    git(build / 'linux', 'worktree', 'prune', capture=True)
+    trees = relink_worktrees(manifest, build)
     used.write_text(json.dumps(manifest, indent=1) + '\n')
     note('BUNDLE', f'{len(trees)} kernel trees in {time.monotonic() - start:.0f} s'
          + (f'; {changed} of Kbuild\'s files moved to this checkout' if changed else ''))
@@ -324,6 +341,36 @@ def use_if_asked(env=None):
         except LabError as e:
             print(f'kit: {e}', file=sys.stderr)
             raise
+
+
+def container_overhead(clone, env, goal, rows):
+    """make check LAB=01 on the host and in the kit's image, on the same
+    built tree (the clone the bundle filled), with lab 01's solution in
+    place so that both pass; the image must be built (make container)."""
+    from . import container
+    env = {k: v for k, v in env.items() if k != 'BUNDLE'}
+    try:
+        eng = container.engine(env)
+    except LabError:
+        eng = None
+    if not eng or not container.image_label(eng):
+        rows.append('  make in-container CMD=\'make check LAB=01\'   not measured: no image (make container)')
+        return True
+    subprocess.run(['make', '-s', 'solution', 'LAB=01'], cwd=clone, env=env, check=True,
+                   stdout=subprocess.DEVNULL)
+    took = {}
+    for where, cmd in (('host', ['make', 'check', 'LAB=01']),
+                       ('image', ['make', 'in-container', 'CMD=make check LAB=01'])):
+        t = time.monotonic()
+        with open(Path(clone).parent / f'room-check-{where}.log', 'w') as f:
+            rc = subprocess.run(cmd, cwd=clone, env=env, stdout=f, stderr=subprocess.STDOUT).returncode
+        took[where] = (time.monotonic() - t, rc)
+    (host, hrc), (image, irc) = took['host'], took['image']
+    note_text = (f'host {host:.0f} s, image {image:.0f} s' if not (hrc or irc) else
+                 f'FAILED (host {hrc}, image {irc}): see room-check-*.log')
+    return goal("make in-container CMD='make check LAB=01', s over host", image - host, 60, note_text) \
+        and not (hrc or irc)
+
 
 
 def bench(outdir, labs=None, debs=True):
@@ -383,6 +430,8 @@ def bench(outdir, labs=None, debs=True):
         else:
             ok &= goal(f'then lab {lab.number} from the bundle, s', took, 15, why) and not compiled and not rc
     shutil.rmtree(ccache, ignore_errors=True)
+    if labs is None:
+        ok &= container_overhead(clone, env, goal, rows)
     print(f'\nRoom (issue 32): make bundle on this machine (after make ahead), then a fresh clone\n'
           f'with BUNDLE=, under unshare -n (no network) and an empty ccache; {os.cpu_count()} cores.')
     print(f'  {"figure":<44} {"measured":>7}   {"goal":<9} {"verdict":<7} note')

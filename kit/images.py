@@ -105,7 +105,7 @@ class Image:
 
     @property
     def issued_skeleton(self):
-        # Each exercise file as make exercises issued it (vm/build/exercises.py).
+        # Each exercise file as make exercises issued it (vm/kernel/exercises.py).
         return self.lab.build / 'exercise-state' / 'skel'
 
     def check_kernel(self, output):

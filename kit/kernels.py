@@ -6,8 +6,8 @@ folder's kernel/ files laid over the lab's tree. which_kernel() is the
 one place that decides which, for every purpose the kit has.
 
 Kernel.build() prepares the tree (trees.Tree), starts a first build from
-another tree's out dir when there is one (vm/build/seed-tree.py), and has
-Kbuild build it (vm/build/kbuild.sh: the tree's merge_config.sh and make,
+another tree's out dir when there is one (vm/kernel/seed-tree.py), and has
+Kbuild build it (vm/kernel/kbuild.sh: the tree's merge_config.sh and make,
 with the config fragments as arguments).
 """
 import fcntl
@@ -122,7 +122,7 @@ class Kernel:
         if (out / '.config').is_file():
             return
         seed = self.seed_root()
-        tool = [sys.executable, str(SCRIPTS / 'build' / 'seed-tree.py')]
+        tool = [sys.executable, str(SCRIPTS / 'kernel' / 'seed-tree.py')]
         if seed and (seed / 'out' / self.flavour / 'vmlinux').is_file():
             shutil.rmtree(out, ignore_errors=True)
             seed_out = seed / 'out' / self.flavour
@@ -141,7 +141,7 @@ class Kernel:
         conf = self.flavour_config()
         if conf:
             frags.append(conf)
-        cmd = [str(SCRIPTS / 'build' / 'kbuild.sh')]
+        cmd = [str(SCRIPTS / 'kernel' / 'kbuild.sh')]
         # An attendee's exercise files (laid over this tree): the compiler's
         # messages name them where the attendee edits them.
         top = self.overlay / 'kernel' if self.overlay else None
@@ -242,7 +242,7 @@ def ahead(labs=None, say=lambda text: print(text, flush=True)):
         if not which_kernel(lab, 'solution').build():
             return 1
         if has_kernel_exercises(lab.solution):
-            subprocess.run([sys.executable, str(KIT / 'vm' / 'build' / 'exercises.py'), 'sync',
+            subprocess.run([sys.executable, str(KIT / 'vm' / 'kernel' / 'exercises.py'), 'sync',
                             str(lab.dir), str(lab.build / 'exercise-state'), str(lab.src())], check=True)
             work = which_kernel(lab, 'work', exercises=lab.dir / 'exercises')
             if not work.build():

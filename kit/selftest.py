@@ -461,7 +461,7 @@ class Bundle(unittest.TestCase):
         with tempfile.TemporaryDirectory() as d:
             build = Path(d) / 'build'
             out = build / 'labs' / '01-x' / 'out' / 'default'
-            cmd = write(out / 'fs' / '.open.o.cmd', 'cmd := /old/kit/vm/build/cc -I/old/build/labs/01-x/src/include\n')
+            cmd = write(out / 'fs' / '.open.o.cmd', 'cmd := /old/kit/vm/kernel/cc -I/old/build/labs/01-x/src/include\n')
             blob = out / 'vmlinux'
             blob.write_bytes(b'\0ELF /old/build/labs/01-x/src/fs/open.c')
             (out / 'source').symlink_to('/old/build/labs/01-x/src')
@@ -469,10 +469,39 @@ class Bundle(unittest.TestCase):
             manifest = {'build': '/old/build', 'kit': '/old/kit', 'paths': ['labs/01-x/out/default']}
             with mock.patch.object(bundle, 'KIT', Path('/new/kit')):
                 self.assertEqual(bundle.relocate(manifest, build), 1)
-            self.assertEqual(cmd.read_text(), f'cmd := /new/kit/vm/build/cc -I{build}/labs/01-x/src/include\n')
+            self.assertEqual(cmd.read_text(), f'cmd := /new/kit/vm/kernel/cc -I{build}/labs/01-x/src/include\n')
             self.assertEqual(cmd.stat().st_mtime_ns, 1_000_000_123)
             self.assertIn(b'/old/build', blob.read_bytes())
             self.assertEqual(os.readlink(out / 'source'), f'{build}/labs/01-x/src')
+
+    def test_trees_link_to_their_own_repository_and_the_old_ones_stay(self):
+        """CI and make bench unpack a bundle on the machine that made it:
+        the old checkout's trees must still be its own afterwards."""
+        with tempfile.TemporaryDirectory() as d:
+            d = Path(d)
+            old, new = d / 'old' / 'build', d / 'new' / 'build'
+
+            def git(*args, cwd):
+                return subprocess.run(['git', *args], cwd=cwd, check=True, capture_output=True,
+                                      text=True).stdout.strip()
+            write(old / 'linux' / 'f', 'x\n')
+            git('init', '-q', '-b', 'pristine', cwd=old / 'linux')
+            git('add', 'f', cwd=old / 'linux')
+            git('-c', 'user.name=t', '-c', 'user.email=t@t', 'commit', '-qm', 'p', cwd=old / 'linux')
+            for tree in ('labs/01-x/src', 'labs/01-x/trees/skeleton/src'):
+                git('worktree', 'add', '-q', '--detach', str(old / tree), 'pristine', cwd=old / 'linux')
+            new.parent.mkdir()
+            subprocess.run(['cp', '-a', str(old), str(new)], check=True)
+            trees = bundle.relink_worktrees({'build': str(old), 'paths': ['linux', 'labs/01-x/src']}, new)
+            self.assertEqual(trees, ['labs/01-x/src'])
+            self.assertEqual(Path(git('rev-parse', '--git-common-dir', cwd=new / 'labs/01-x/src')).resolve(),
+                             (new / 'linux' / '.git').resolve())
+            self.assertEqual(Path(git('rev-parse', '--git-common-dir', cwd=old / 'labs/01-x/src')).resolve(),
+                             (old / 'linux' / '.git').resolve())
+            self.assertIn(str(old / 'labs/01-x/trees/skeleton/src'), git('worktree', 'list', cwd=old / 'linux'))
+            listed = git('worktree', 'list', cwd=new / 'linux')
+            self.assertIn(str(new / 'labs/01-x/src'), listed)
+            self.assertNotIn(str(old), listed)
 
     def test_not_a_bundle_and_a_used_build(self):
         with tempfile.TemporaryDirectory() as d:

@@ -37,7 +37,7 @@ from .kernels import which_kernel
 from .vm import Boot, gdb_check
 
 PY = sys.executable
-EXERCISES = KIT / 'vm' / 'build' / 'exercises.py'
+EXERCISES = KIT / 'vm' / 'kernel' / 'exercises.py'
 TRANSCRIPTS = KIT / 'vm' / 'check' / 'transcripts.py'
 
 

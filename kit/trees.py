@@ -196,7 +196,7 @@ class Tree:
     def lay_over(self):
         """Copy only what differs (make rebuilds by mtime), replacing the
         file rather than writing into it: it may be a hard link shared with
-        other trees (vm/build/seed-tree.py)."""
+        other trees (vm/kernel/seed-tree.py)."""
         top = self.overlay / 'kernel' if self.overlay else None
         if not top or not top.is_dir():
             return

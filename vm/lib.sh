@@ -70,7 +70,7 @@ ccache_env() {
 	# sees .incbin. piggy.S pulls the gzipped vmlinux into bzImage that
 	# way, and its text holds only the two sizes: a build whose sizes
 	# matched the last one's got the old piggy.o back, and the VM booted
-	# the old kernel. vm/build/ccache-cc.sh turns it on for the C files
+	# the old kernel. vm/kernel/ccache-cc.sh turns it on for the C files
 	# that do not say .incbin, whatever ccache.conf or the environment say.
 	unset CCACHE_DEPEND
 	export CCACHE_NODEPEND=1
@@ -158,7 +158,7 @@ lab_out() { echo "$(lab_root "$1")/out/${2:-default}"; }
 # in merge order: the tree's tiny-base, vm/config/base.config, and the
 # kernel.config of every lab, in every lab: one configuration (the union
 # the last lab needs), so that a tree started from another lab's
-# (vm/build/seed-tree.py) and ccache's objects carry over. A lab's symbol that an
+# (vm/kernel/seed-tree.py) and ccache's objects carry over. A lab's symbol that an
 # earlier or later tree's Kconfig lacks (lab 02's CONFIG_FS_PIDFD) is left
 # out there by kbuild.sh. $2 is kept for a lab that someday needs a
 # fragment of its own.

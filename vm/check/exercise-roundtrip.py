@@ -30,7 +30,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import tap  # noqa: E402
 
-EXERCISES = os.path.join(os.path.dirname(HERE), 'build', 'exercises.py')
+EXERCISES = os.path.join(os.path.dirname(HERE), 'kernel', 'exercises.py')
 
 
 def run(*args):

@@ -42,7 +42,7 @@ def load(name):
 
 
 tap = load('check/tap-summary')
-exercises = load('build/exercises')
+exercises = load('kernel/exercises')
 transcripts = load('check/transcripts')
 
 
@@ -627,7 +627,7 @@ class Markers(unittest.TestCase):
     def test_no_marker_text_outside_the_header(self):
         # Every other file names them by macro or variable, not by text.
         values = tap.tap.read_markers().values()
-        for root in ('guest', 'check', 'compare', 'boot', 'build'):
+        for root in ('guest', 'check', 'compare', 'boot', 'kernel'):
             for dirpath, _, names in os.walk(os.path.join(VM, root)):
                 for name in names:
                     path = os.path.join(dirpath, name)
@@ -866,7 +866,7 @@ class Transcripts(unittest.TestCase):
 
 
 def awk(text, total, tty, showas=''):
-    return subprocess.run([os.path.join(VM, 'build', 'kbuild-progress.awk'), '-v', f'total={total}',
+    return subprocess.run([os.path.join(VM, 'kernel', 'kbuild-progress.awk'), '-v', f'total={total}',
                            '-v', f'tty={tty}', '-v', 'start=0', '-v', f'showas={showas}'],
                           input=text, capture_output=True, text=True, check=True).stdout
 
@@ -926,7 +926,7 @@ class RunRecord(unittest.TestCase):
 
 @unittest.skipUnless(shutil.which('ccache') and shutil.which('gcc'), 'no ccache or gcc')
 class Ccache(unittest.TestCase):
-    """Kbuild's compiler (vm/build/ccache-cc.sh, with lib.sh's ccache_env),
+    """Kbuild's compiler (vm/kernel/ccache-cc.sh, with lib.sh's ccache_env),
     asked for depend mode as ccache.conf might: whatever an object is made
     from must reach it. Data pulled in with .incbin, as piggy.S pulls the
     compressed vmlinux into bzImage, changes while the source text does
@@ -934,7 +934,7 @@ class Ccache(unittest.TestCase):
 
     def compile(self, d, src):
         subprocess.run(['bash', '-c', f'. {VM}/lib.sh; ccache_env; '
-                        f'{VM}/build/ccache-cc.sh -Wp,-MMD,t.d -c {src} -o t.o'],
+                        f'{VM}/kernel/ccache-cc.sh -Wp,-MMD,t.d -c {src} -o t.o'],
                        cwd=d, check=True, env=dict(os.environ, CCACHE_DIR=os.path.join(d, 'cache'),
                                                    CCACHE_DEPEND='1'))
         return subprocess.run(['objcopy', '-O', 'binary', '-j', '.rodata', 't.o', '/dev/stdout'],
@@ -976,7 +976,7 @@ class Ccache(unittest.TestCase):
             out = os.path.join(d, 'out')
             os.makedirs(out)
             subprocess.run(['bash', '-c', f'. {VM}/lib.sh; ccache_env; CCACHE_BASEDIR={d}; '
-                            f'{VM}/build/ccache-cc.sh -g -Wp,-MMD,t.d -I{d}/src -c {d}/src/t.c -o t.o'],
+                            f'{VM}/kernel/ccache-cc.sh -g -Wp,-MMD,t.d -I{d}/src -c {d}/src/t.c -o t.o'],
                            cwd=out, check=True, env=dict(os.environ, CCACHE_DIR=os.path.join(d, 'cache')))
             info = subprocess.run(['readelf', '--debug-dump=info', 't.o'], cwd=out, check=True,
                                   capture_output=True, text=True).stdout
@@ -1028,7 +1028,7 @@ touch "$out/vmlinux" "$out/arch/x86/boot/bzImage" "$out/vmlinux-gdb.py"
                    BUILD=os.path.join(self.dir.name, 'build'), CALLS=self.log,
                    PATH=os.path.join(self.dir.name, 'bin') + ':' + os.environ['PATH'],
                    CCACHE_DIR=os.path.join(self.dir.name, 'cache'), **env)
-        run = subprocess.run([os.path.join(VM, 'build', 'kbuild.sh'), self.src, self.out, self.frag],
+        run = subprocess.run([os.path.join(VM, 'kernel', 'kbuild.sh'), self.src, self.out, self.frag],
                              capture_output=True, text=True, env=env)
         self.assertEqual(run.returncode, 0, run.stderr)
         calls = read(self.log).splitlines() if os.path.exists(self.log) else []
@@ -1139,7 +1139,7 @@ class SeedTree(unittest.TestCase):
     with a third tree as a hard link, must change only in the new tree."""
 
     def test_changed_file_is_unlinked_first(self):
-        seed_tree = load('build/seed-tree')
+        seed_tree = load('kernel/seed-tree')
         with tempfile.TemporaryDirectory() as d:
             git = lambda tree, *a: subprocess.run(
                 ['git', '-C', tree, '-c', 'user.name=t', '-c', 'user.email=t@t', *a],

@@ -88,7 +88,7 @@ scaling() {
 	# next lab build would compile these objects once more.
 	kbuild_args "$src"
 	kbuild() { secs env CCACHE_DISABLE=1 make -C "$src" O="$out" -s ARCH=x86_64 \
-		CC="$KIT/vm/build/ccache-cc.sh" "${KBUILD_ARGS[@]}" "$@"; }
+		CC="$KIT/vm/kernel/ccache-cc.sh" "${KBUILD_ARGS[@]}" "$@"; }
 	(cd "$out" && rm -f drivers/virtio/*.o net/9p/*.o fs/9p/*.o)
 	t=$(kbuild -j"$n" drivers/virtio/ net/9p/ fs/9p/)
 	row "the 9p share of a build (virtio, 9p)" "${t} s" "make programs' folder, ccache off" >&2
@@ -121,7 +121,7 @@ goals() {
 		unset BUILD
 		run() { "$@" >>"$log" 2>&1 || die "'$*' failed: see $log"; }
 		s=$SECONDS
-		run python3 vm/build/exercises.py sync "labs/$first" "build/labs/$first/exercise-state" "build/labs/$first/src"
+		run python3 vm/kernel/exercises.py sync "labs/$first" "build/labs/$first/exercise-state" "build/labs/$first/src"
 		run python3 -m kit boot "$first" probe "labs/$first/exercises" work
 		goal "first make lab ${first%%-*}: extract, build, boot" $((SECONDS - s)) 240 "empty ccache, $(nproc) jobs"
 		scaling "$clone/build/labs/$first/src" "$clone/build/labs/$first/out/default"
@@ -141,7 +141,7 @@ goals() {
 		fi
 		second=$(all_labs | sed -n 2p)
 		s=$SECONDS
-		run python3 vm/build/exercises.py sync "labs/$second" "build/labs/$second/exercise-state" "build/labs/$second/src"
+		run python3 vm/kernel/exercises.py sync "labs/$second" "build/labs/$second/exercise-state" "build/labs/$second/src"
 		run python3 -m kit boot "$second" probe "labs/$second/exercises" work
 		goal "lab switch ${first%%-*} -> ${second%%-*} after make ahead" $((SECONDS - s)) 15 "to the VM's userspace"
 		f=$(cd "labs/$last/exercises" && find kernel -name '*.c' | sort | sed -n 1p)

@@ -10,7 +10,7 @@
 #                        (CONFIG_FS_PIDFD: pidfs has no option upstream)
 #
 # Config and build: the last lab's fragments (lib.sh: lab_fragments) on
-# 6.12's own tiny-base, through vm/build/kbuild.sh like every lab kernel.
+# 6.12's own tiny-base, through vm/kernel/kbuild.sh like every lab kernel.
 set -euo pipefail
 # shellcheck source=../lib.sh
 . "$(dirname "$0")/../lib.sh"
@@ -33,5 +33,5 @@ fi
 note SOURCE "linux-source-6.12 $(cat "$src/.kit-source-version")"
 
 mapfile -t frags < <(lab_fragments "$src" "$(all_labs | tail -n1)")
-"$KIT/vm/build/kbuild.sh" "$src" "$out" "${frags[@]}"
+"$KIT/vm/kernel/kbuild.sh" "$src" "$out" "${frags[@]}"
 echo "linux-source-6.12 $(cat "$src/.kit-source-version")" >"$out/source-version"

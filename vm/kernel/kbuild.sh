@@ -16,7 +16,7 @@ set -euo pipefail
 
 # --show-as 'TREE_PATH=SHOWN ...': compiler output names each TREE_PATH
 # (a file of SRC) as SHOWN: an attendee's exercise laid over the tree is
-# named where the attendee edits it (vm/build/kbuild-progress.awk). The
+# named where the attendee edits it (vm/kernel/kbuild-progress.awk). The
 # compiler names it from the out dir (../../src/fs/pidfs.c), and ccache's
 # replayed messages from the tree's top (fs/pidfs.c).
 show_as=
@@ -33,7 +33,7 @@ export ARCH=x86_64
 
 hold_lock "$out/.make-kernel.lock" "another run is building ${out#"$BUILD"/}"
 # The fragments, and the Kconfig files they are read against: a tree
-# started from another lab's (vm/build/seed-tree.py) has that lab's .config,
+# started from another lab's (vm/kernel/seed-tree.py) has that lab's .config,
 # which may name a symbol this tree no longer has. Kbuild's variables as
 # well: a kernel built with other flags is not up to date.
 want=$( { cat "${frags[@]}"; echo "${KBUILD_VARS[*]}"; git -C "$src" ls-files -s -- '*Kconfig*' 2>/dev/null; } |
@@ -64,7 +64,7 @@ fi
 cc=gcc
 if command -v ccache >/dev/null; then
 	ccache_env
-	cc=$KIT/vm/build/ccache-cc.sh
+	cc=$KIT/vm/kernel/ccache-cc.sh
 fi
 
 # The flags Kbuild takes from the environment change every object as a
@@ -122,7 +122,7 @@ kbuild_args "$src"
 env -u DEBUG -u LAB -u MAKEFLAGS -u MFLAGS -u MAKEOVERRIDES -u MAKELEVEL \
 	make -C "$src" O="$out" -j"$(nproc)" CC="$cc" "${KBUILD_ARGS[@]}" \
 	KBUILD_BUILD_USER=kit KBUILD_BUILD_HOST=pidfs-workshop \
-	"${goals[@]}" 2>&1 | "$KIT/vm/build/kbuild-progress.awk" -v total="${total:-0}" \
+	"${goals[@]}" 2>&1 | "$KIT/vm/kernel/kbuild-progress.awk" -v total="${total:-0}" \
 	-v tty="$([ -t 1 ] && echo 1 || echo 0)" -v start="$start" \
 	-v showas="$(for m in $show_as; do echo "$(realpath -m --relative-to="$out" "$src")/$m $m"; done)"
 # The link's stepping stones: vmlinux.o (every object in one, DWARF
