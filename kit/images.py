@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Optional
 
 from . import stamps
-from .labs import KIT, Lab, all_labs
+from .labs import KIT, Lab, labs_upto
 
 BUSYBOX = Path('/bin/busybox')  # busybox-static installs it here
 GUEST = KIT / 'vm' / 'guest'
@@ -74,16 +74,6 @@ def kit_relative(path):
     """path under the kit as the kit's messages name it; others whole."""
     path = str(path)
     return path[len(str(KIT)) + 1:] if path.startswith(f'{KIT}/') else path
-
-
-def labs_upto(lab):
-    """Lab 01 .. lab, in order: the labs whose hooks an image of lab runs."""
-    out = []
-    for each in all_labs(lab.kit):
-        out.append(each)
-        if each.name == lab.name:
-            break
-    return out
 
 
 @dataclass(frozen=True)

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from .labs import KIT, Lab, LabError, all_labs, build_dir
-from .trees import Tree, labs_upto
+from .labs import KIT, Lab, LabError, all_labs, build_dir, labs_upto
+from .trees import Tree
 
 SCRIPTS = KIT / 'vm'
 

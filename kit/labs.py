@@ -210,6 +210,17 @@ def all_labs(kit=KIT):
     return [Lab(p.name, kit) for p in sorted((kit / 'labs').glob('[0-9][0-9]-*')) if p.is_dir()]
 
 
+def labs_upto(lab):
+    """Lab 01 .. lab, in order: the cumulative series of lab, and the labs
+    whose initramfs hooks its image runs."""
+    out = []
+    for each in all_labs(lab.kit):
+        out.append(each)
+        if each.name == lab.name:
+            break
+    return out
+
+
 def resolve(want, kit=KIT):
     """"02", "2" or "02-pidfdfs" -> that Lab."""
     labs = all_labs(kit)

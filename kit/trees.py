@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from .labs import KIT, Lab, LabError, all_labs, build_dir
+from .labs import KIT, Lab, LabError, build_dir, labs_upto
 from .stamps import Stamp
 
 PACKAGE = 'linux-source-6.1'
@@ -131,15 +131,6 @@ class Pristine:
         # its next status, diff or reset. git-config(1) offers
         # core.trustctime=false for ctimes that change behind git's back.
         git(self.path, 'config', 'core.trustctime', 'false')
-
-
-def labs_upto(lab):
-    out = []
-    for other in all_labs(lab.kit):
-        out.append(other)
-        if other.name == lab.name:
-            break
-    return out
 
 
 @dataclass(frozen=True)
