@@ -173,7 +173,7 @@ bench:
 
 reference:
 	$(need-ref-deps)
-	@UPDATE='$(UPDATE)' vm/compare/reference.sh
+	@UPDATE='$(UPDATE)' python3 -m kit reference
 
 # The container path (kit/container.py): no Debian packages on the host.
 # CMD comes to the kit in the environment, as make passes command-line

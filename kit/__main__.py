@@ -40,6 +40,11 @@ call them, one line each.
   bundle [OUT]               make bundle: the built trees and kernels (and,
                              unless DEBS=0, the packages) in one file for a
                              room; its path is the last line
+  reference                  make reference: the last lab next to Debian's
+                             6.12, behaviour by behaviour (UPDATE=1 keeps
+                             the tables in the book)
+  ref-kernel                 the 6.12 reference kernel, built (make bench)
+  with-probes BASE OUT       an initramfs plus pidfd_parity and pidfd_bench
   upstream-selftests         make reference: 6.12's pidfd selftests on every
                              lab's solution kernel, as a table
   accel BZIMAGE INITRD       print kvm or tcg (probed once, then cached)
@@ -56,7 +61,7 @@ import os
 import sys
 from pathlib import Path
 
-from . import bundle, container, images, kernels, suite, trees, upstream
+from . import bundle, container, images, kernels, reference, suite, trees, upstream
 from .labs import LabError, resolve
 from .qemu import Qemu, choose_accel
 from .vm import Boot
@@ -174,6 +179,14 @@ def main(argv):
             return bundle.bench(args[0])
         if verb == 'room-check' and len(args) == 1:
             return bundle.bench(args[0], labs=[], debs=False)
+        if verb == 'reference' and not args:
+            return reference.run(update=os.environ.get('UPDATE', '0') == '1')
+        if verb == 'ref-kernel' and not args:
+            reference.RefKernel().build()
+            return 0
+        if verb == 'with-probes' and len(args) == 2:
+            reference.with_probes(*args)
+            return 0
         if verb == 'upstream-selftests' and not args:
             return upstream.run()
         if verb == 'accel' and len(args) == 2:

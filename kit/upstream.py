@@ -1,7 +1,7 @@
 """make reference's check of every lab against upstream's own tests.
 
 The last lab is compared with Debian's linux-source-6.12 in detail
-(vm/compare/reference.sh). The earlier labs are history, not 6.12, but a
+(kit/reference.py). The earlier labs are history, not 6.12, but a
 port of upstream's pidfs must not break what upstream's pidfd selftests
 expect of a pidfd at any step: each lab's solution kernel boots 6.12's
 selftests, built against 6.12's headers, and nothing else (lab.tests=
@@ -18,7 +18,7 @@ from typing import Optional
 
 from .images import Image
 from .kernels import SCRIPTS, which_kernel
-from .labs import all_labs
+from .labs import all_labs, build_dir
 from .qemu import Qemu
 from .results import tap
 
@@ -117,13 +117,23 @@ def table(columns, version):
     return '\n'.join(lines) + '\n', good
 
 
+def checkpolicy_wrapper(ref):
+    """A folder whose checkpolicy is vm/compare/ref-checkpolicy.sh: lab
+    04's policy rig compiles 6.12's policy with it first on PATH."""
+    (ref / 'bin').mkdir(parents=True, exist_ok=True)
+    wrapper = ref / 'bin' / 'checkpolicy'
+    if not wrapper.exists():
+        wrapper.symlink_to(SCRIPTS / 'compare' / 'ref-checkpolicy.sh')
+    return ref / 'bin'
+
+
 def run(ref=None, out_file=None):
     """Boot 6.12's selftests on every lab's solution kernel; write the table
-    to out_file (REF/selftests-6.12.txt); 0 when every selftest passed."""
-    ref = Path(ref or os.environ.get('REF') or (SCRIPTS.parent / 'build' / 'ref'))
+    to out_file (build/ref/selftests-6.12.txt); 0 when every selftest passed."""
+    ref = Path(ref or build_dir() / 'ref')
     src, kout = ref / 'src', ref / 'out'
     if not (kout / 'usr' / 'include').is_dir():
-        print(f'kit: no 6.12 headers in {kout}: run vm/compare/ref-kernel.sh (make reference) first')
+        print(f'kit: no 6.12 headers in {kout}: make reference builds them')
         return 1
     version = (src / '.kit-source-version').read_text().strip()
     per_lab = {}
@@ -132,14 +142,7 @@ def run(ref=None, out_file=None):
         if not kernel.build():
             return 1
         cpio = ref / f'initramfs-6.12-selftests-{lab.number}.cpio'
-        env = dict(os.environ)
-        # Lab 04's policy rig compiles 6.12's policy: with make reference's
-        # checkpolicy wrapper (vm/compare/ref-checkpolicy.sh).
-        (ref / 'bin').mkdir(exist_ok=True)
-        wrapper = ref / 'bin' / 'checkpolicy'
-        if not wrapper.exists():
-            wrapper.symlink_to(SCRIPTS / 'compare' / 'ref-checkpolicy.sh')
-        env['PATH'] = f'{ref / "bin"}:{env["PATH"]}'
+        env = dict(os.environ, PATH=f'{checkpolicy_wrapper(ref)}:{os.environ["PATH"]}')
         if not Image(lab, lab.solution, src, kout).build(cpio, env=env):
             return 1
         log = ref / 'results' / f'selftests-6.12-{lab.name}.log'

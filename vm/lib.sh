@@ -105,14 +105,6 @@ resolve_lab() {
 	die "unknown LAB '$1'; the labs are: $(all_labs | tr '\n' ' ')(use LAB=NN)"
 }
 
-# Labs 01..$1 in order: the cumulative series for lab $1.
-labs_upto() {
-	local l
-	for l in $(all_labs); do
-		echo "$l"
-		[ "$l" = "$1" ] && return
-	done
-}
 
 # True when something listens on TCP port $1 of this machine (a gdb stub).
 port_listening() {
@@ -147,28 +139,8 @@ run_record() {
 }
 
 lab_dir() { echo "$KIT/labs/$1"; }
-lab_build() { echo "$BUILD/labs/$1"; }
 # A lab's own kernel tree (kit/labs.py has the others, under trees/).
-lab_root() { echo "$BUILD/labs/$1"; }
-lab_src() { echo "$(lab_root "$1")/src"; }
+lab_src() { echo "$BUILD/labs/$1/src"; }
 # Output directory of one kernel flavour ("default" unless a lab needs more).
-lab_out() { echo "$(lab_root "$1")/out/${2:-default}"; }
+lab_out() { echo "$BUILD/labs/$1/out/${2:-default}"; }
 
-# The config fragments of lab $2's kernel built from tree $1, one per line,
-# in merge order: the tree's tiny-base, vm/config/base.config, and the
-# kernel.config of every lab, in every lab: one configuration (the union
-# the last lab needs), so that a tree started from another lab's
-# (vm/kernel/seed-tree.py) and ccache's objects carry over. A lab's symbol that an
-# earlier or later tree's Kconfig lacks (lab 02's CONFIG_FS_PIDFD) is left
-# out there by kbuild.sh. $2 is kept for a lab that someday needs a
-# fragment of its own.
-lab_fragments() {
-	local l
-	echo "$1/kernel/configs/tiny-base.config"
-	echo "$KIT/vm/config/base.config"
-	for l in $(all_labs); do
-		if [ -f "$(lab_dir "$l")/kernel.config" ]; then
-			echo "$(lab_dir "$l")/kernel.config"
-		fi
-	done
-}

@@ -6,9 +6,9 @@
 #
 # micro: the pidfd microbenchmarks (vm/guest/pidfd_bench.c) on three
 #   kernels: lab 01 (anonymous inode), the last lab (the 6.1 pidfs port)
-#   and Debian's linux-source-6.12 (upstream pidfs, vm/compare/ref-kernel.sh). One
+#   and Debian's linux-source-6.12 (upstream pidfs, kit/reference.py). One
 #   userspace for all three: lab 01's initramfs plus the benchmark
-#   (vm/compare/ref-cpio.sh). Each kernel boots ROUNDS times (default 3), taking
+#   (kit/reference.py: with_probes). Each kernel boots ROUNDS times (default 3), taking
 #   turns; a figure is the median of every run of every boot.
 #
 # goals: the attendee's and CI's waits against their goals (issue 11), on
@@ -199,12 +199,12 @@ harness() {
 
 micro() {
 	local rounds=${ROUNDS:-3} k r log args=()
-	"$KIT/vm/compare/ref-kernel.sh" >"$outdir/ref-kernel.log" 2>&1 ||
+	(cd "$KIT" && python3 -m kit ref-kernel) >"$outdir/ref-kernel.log" 2>&1 ||
 		{ cat "$outdir/ref-kernel.log" >&2; die "the 6.12 reference kernel did not build"; }
 	if [ "$last" != "$first" ]; then
 		(cd "$KIT" && python3 -m kit kernel "$last") >/dev/null
 	fi
-	"$KIT/vm/compare/ref-cpio.sh" "$initrd" "$outdir/bench.cpio"
+	(cd "$KIT" && python3 -m kit with-probes "$initrd" "$outdir/bench.cpio")
 	declare -A kern=([anon]=$kernel [port]=$(lab_out "$last")/arch/x86/boot/bzImage
 		[upstream]=$BUILD/ref/out/arch/x86/boot/bzImage)
 	declare -A logs_of=()

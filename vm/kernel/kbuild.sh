@@ -2,7 +2,7 @@
 # Configure and build one kernel: source tree $1, output dir $2 (O=), config
 # fragments $3... merged onto allnoconfig by the tree's own
 # scripts/kconfig/merge_config.sh. The lab kernels (kit/kernels.py) and
-# the 6.12 reference (ref-kernel.sh) both come from here, so the same
+# the 6.12 reference (kit/reference.py) both come from here, so the same
 # fragments give both the same configuration.
 #
 # A requested value that does not survive the merge (typo, unmet

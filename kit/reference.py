@@ -1,0 +1,203 @@
+"""make reference: does the port behave like the real thing? The last
+lab's kernel (Debian's 6.1 and every lab's patches) side by side with
+Debian's linux-source-6.12, which has upstream pidfs.
+
+  1. RefKernel: 6.12 in build/ref/, with the last lab's config fragments
+  2. the last lab, as make test boots it: its solution, tests and the 6.1
+     tree's pidfd selftests
+  3. 6.12: the same solution and tests, built against 6.12's headers, and
+     6.12's own pidfd selftests
+  4. both images with vm/guest/pidfd_parity added (with_probes()), booted
+     in run mode: "PARITY key=value" lines, then the same under SELinux
+     enforcing when the lab ships a policy rig (lab 04)
+  5. vm/compare/ref-table.py: the table; every difference needs a reason
+  6. 6.12's pidfd selftests on every lab's solution kernel (upstream.py)
+  7. both tables must equal docs/transcripts/reference/parity.txt and
+     selftests-6.12.txt; update=True writes them there instead
+
+Everything lands in build/ref/.
+"""
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import upstream
+from .images import Image
+from .kernels import SCRIPTS, fragments, which_kernel
+from .labs import KIT, LabError, all_labs, build_dir
+from .qemu import Qemu
+from .results import tap
+from .trees import note
+from .vm import Boot
+
+TABLES = KIT / 'docs' / 'transcripts' / 'reference'
+
+
+@dataclass(frozen=True)
+class RefKernel:
+    """Debian's linux-source-6.12 (upstream pidfs), built with the config
+    the last lab uses, so that make reference and make bench compare the
+    port with the real thing on equal terms."""
+    tarball: Path = Path('/usr/src/linux-source-6.12.tar.xz')
+
+    @property
+    def root(self):
+        return build_dir() / 'ref'
+
+    @property
+    def src(self):
+        return self.root / 'src'
+
+    @property
+    def out(self):
+        return self.root / 'out'
+
+    @property
+    def bzimage(self):
+        return self.out / 'arch' / 'x86' / 'boot' / 'bzImage'
+
+    def build(self, **popen):
+        """Unpacked once, never patched; built by vm/kernel/kbuild.sh like
+        every lab kernel. A fragment symbol 6.12 does not know
+        (CONFIG_FS_PIDFD: pidfs has no option upstream) lands in
+        out/kconfig-ignored."""
+        if not (self.src / 'Makefile').is_file():
+            if not self.tarball.is_file():
+                raise LabError(f'{self.tarball} is missing: apt-get install linux-source-6.12 '
+                               '(or: vm/deps.sh install reference)')
+            version = subprocess.run(['dpkg-query', '-W', '-f', '${Version}', 'linux-source-6.12'],
+                                     capture_output=True, text=True).stdout.strip() or 'unknown'
+            note('EXTRACT', f'{self.tarball} (linux-source-6.12 {version})')
+            partial = Path(f'{self.src}.partial')
+            shutil.rmtree(partial, ignore_errors=True)
+            partial.mkdir(parents=True)
+            subprocess.run(['tar', '-xJf', str(self.tarball), '-C', str(partial), '--strip-components=1'],
+                           check=True)
+            (partial / '.kit-source-version').write_text(version + '\n')
+            partial.rename(self.src)
+        version = (self.src / '.kit-source-version').read_text().strip()
+        note('SOURCE', f'linux-source-6.12 {version}')
+        cmd = [str(SCRIPTS / 'kernel' / 'kbuild.sh'), str(self.src), str(self.out),
+               *map(str, fragments(self.src))]
+        if subprocess.run(cmd, **popen).returncode != 0:
+            raise LabError('the 6.12 reference kernel did not build (see above)')
+        (self.out / 'source-version').write_text(f'linux-source-6.12 {version}\n')
+        return self
+
+
+def with_probes(base, cpio):
+    """cpio: the initramfs base followed by a second archive holding
+    /lab/bin/pidfd_parity, pidfd_bench and ref-run (the kernel unpacks
+    concatenated archives one after the other). The two programs are built
+    once, static, against the host's headers (they define what 6.1 lacks
+    themselves), so that every kernel runs the same binary."""
+    base, cpio = Path(base), Path(cpio)
+    if not base.is_file():
+        raise LabError(f'no initramfs at {base}')
+    guest, src = build_dir() / 'ref' / 'guest', KIT / 'vm' / 'guest'
+    guest.mkdir(parents=True, exist_ok=True)
+    for name in ('pidfd_parity', 'pidfd_bench'):
+        binary, inputs = guest / name, [src / f'{name}.c', src / 'lab.h', src / 'markers.h']
+        if not binary.is_file() or any(p.stat().st_mtime > binary.stat().st_mtime for p in inputs):
+            subprocess.run(['gcc', '-static', '-O2', '-g', '-Wall', '-pthread', f'-I{src}', '-o', str(binary),
+                            str(inputs[0])], check=True)
+    # gen_init_cpio from any built kernel: 6.12's when there, else a lab's.
+    gens = [build_dir() / 'ref' / 'out' / 'usr' / 'gen_init_cpio',
+            *sorted(build_dir().glob('labs/*/out/default/usr/gen_init_cpio'))]
+    gen = next((g for g in gens if os.access(g, os.X_OK)), None)
+    if not gen:
+        raise LabError('no usr/gen_init_cpio in any built kernel: build one first')
+    listing = guest / 'overlay.list'
+    listing.write_text('dir /lab 0755 0 0\ndir /lab/bin 0755 0 0\n'
+                       f'file /lab/bin/pidfd_parity {guest / "pidfd_parity"} 0755 0 0\n'
+                       f'file /lab/bin/pidfd_bench {guest / "pidfd_bench"} 0755 0 0\n'
+                       f'file /lab/bin/ref-run {src / "ref-run"} 0755 0 0\n')
+    overlay = subprocess.run([str(gen), str(listing)], check=True, capture_output=True).stdout
+    tmp = Path(f'{cpio}.tmp')
+    tmp.write_bytes(base.read_bytes() + overlay)
+    tmp.rename(cpio)
+    return cpio
+
+
+def booted(rc, what):
+    """A test-mode boot says 0 (passed) or 1 (something failed): both give
+    counts for the table. 2 is a hung or crashed VM: no table without it."""
+    if rc > 1:
+        raise LabError(f'{what}: the VM gave no verdict (see above)')
+
+
+def run(update=False):
+    ref = RefKernel()
+    res = ref.root / 'results'
+    res.mkdir(parents=True, exist_ok=True)
+    last = all_labs()[-1]
+
+    print('=== reference kernel: Debian linux-source-6.12', flush=True)
+    ref.build()
+
+    print(f'=== {last.name} (the 6.1 port): solution, tests and the 6.1 pidfd selftests', flush=True)
+    # The kernel first, so that a failed build says so.
+    kernel = which_kernel(last, 'solution')
+    if not kernel.build():
+        raise LabError(f'the {last.name} kernel did not build (see above)')
+    booted(Boot(kernel, 'test', last.solution.resolve(), 'ref', res / 'lab-tests.log', quiet=True).run(),
+           f'{last.name} tests')
+    lab_cpio = last.build / 'initramfs-ref.cpio'
+
+    print(f"=== 6.12: the {last.name} solution and tests, 6.12's pidfd selftests", flush=True)
+    ref_cpio = ref.root / 'initramfs-6.12.cpio'
+    dropped = ref.root / 'policycaps-dropped'
+    dropped.write_text('')
+    # Lab 04's policy rig compiles 6.12's mdp policy with Debian 12's
+    # checkpolicy, which lacks some newer policy capabilities:
+    # vm/compare/ref-checkpolicy.sh stands in for it, and lists what it
+    # drops in REF_DROPPED (a leaf: checkpolicy's callers call it).
+    env = dict(os.environ, PATH=f'{upstream.checkpolicy_wrapper(ref.root)}:{os.environ["PATH"]}',
+               REF_DROPPED=str(dropped))
+    if not Image(last, last.solution.resolve(), ref.src, ref.out).build(ref_cpio, env=env):
+        raise LabError('the 6.12 initramfs did not build (see above)')
+    booted(Qemu.from_env('test', ref.bzimage, ref_cpio, res / 'ref-tests.log', quiet=True,
+                         name='linux-source-6.12').run(), '6.12 tests')
+
+    print('=== parity: vm/guest/pidfd_parity on both kernels', flush=True)
+    end = tap.MARKERS['LAB_PARITY_END']
+    for name, bz, base in (('lab', kernel.bzimage, lab_cpio), ('6.12', ref.bzimage, ref_cpio)):
+        cpio = with_probes(base, ref.root / f'parity-{name}.cpio')
+        log = res / f'parity-{name}.log'
+        rc = Qemu.from_env('run', bz, cpio, log, quiet=True,
+                           append='lab.run=/lab/bin/ref-run ref.do=parity,selinux lab.selinux=off').run()
+        if not any(line.startswith(end) for line in log.read_text(errors='replace').splitlines()):
+            raise LabError(f'pidfd_parity did not finish on the {name} kernel (exit {rc}): see {log}')
+
+    print('=== the table', flush=True)
+    table = ref.root / 'parity.txt'
+    if subprocess.run([sys.executable, str(KIT / 'vm' / 'compare' / 'ref-table.py'), last.name,
+                       str(res / 'parity-lab.log'), str(res / 'parity-6.12.log'), str(res / 'lab-tests.log'),
+                       str(res / 'ref-tests.log'), str(ref.out / 'kconfig-ignored'), str(dropped),
+                       str(table)]).returncode != 0:
+        raise LabError('some differences have no explanation (UNEXPLAINED above): say why in '
+                       'vm/compare/ref-table.py')
+
+    print("=== 6.12's pidfd selftests on every lab's solution kernel", flush=True)
+    if upstream.run(ref.root) != 0:
+        raise LabError("a 6.12 selftest fails on a lab kernel without an explanation (table above): "
+                       'see kit/upstream.py')
+
+    failed = False
+    for have in (table, ref.root / 'selftests-6.12.txt'):
+        want = TABLES / have.name
+        rel = os.path.relpath(want, KIT)
+        if update:
+            want.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(have, want)
+            note('UPDATE', rel)
+        elif subprocess.run(['diff', '-u', str(want), str(have)]).returncode != 0:
+            print(f"kit: the table is not the one in {rel} (diff above): review it, then "
+                  "'make reference UPDATE=1'", file=sys.stderr)
+            failed = True
+        else:
+            note('SAME', f'{rel} matches this run')
+    return 1 if failed else 0
