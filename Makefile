@@ -13,7 +13,7 @@ export ACCEL GDB WAIT GDB_PORT MEM SMP DEBUG BUNDLE DEBS
 
 # Resolved lab folder name (dies with the list of labs on a bad LAB).
 lab = $(shell (source vm/lib.sh && resolve_lab '$(LAB)') 2>/dev/null || echo BAD)
-need-lab = @[ "$(lab)" != BAD ] || { KIT_ME=make; source vm/lib.sh; resolve_lab '$(LAB)'; }
+need-lab = @[ "$(lab)" != BAD ] || python3 -m kit resolve '$(LAB)'
 # BUNDLE=FILE: a room's bundle brings the packages (and every kernel).
 need-deps = @$(if $(BUNDLE),python3 -m kit use-bundle,vm/deps.sh check || vm/deps.sh install)
 # make reference and make bench also need linux-source-6.12.

@@ -11,6 +11,8 @@ call them, one line each.
                              exercises, then their summary
   kernel LAB                 make kernel: the lab's own kernel
   tree LAB                   the lab's own kernel tree, its series applied
+  resolve LAB                the lab's folder name ("4" -> 04-lsm-fallback),
+                             or what the labs are
   ahead [LAB...]             make ahead: every lab's kernels (or those named)
   variant LAB NAME           a kernel variant (variants/NAME.series) booted
                              to a shell, with the solution's programs
@@ -153,6 +155,9 @@ def main(argv):
             return check(resolve(args[0]))
         if verb == 'kernel' and len(args) == 1:
             return 0 if kernels.which_kernel(resolve(args[0]), 'solution').build() else 1
+        if verb == 'resolve' and len(args) == 1:
+            print(resolve(args[0]).name)
+            return 0
         if verb == 'tree' and len(args) == 1:
             trees.Tree(resolve(args[0])).prepare()
             return 0

@@ -8,7 +8,7 @@ TARBALL=${TARBALL:-/usr/src/linux-source-6.1.tar.xz}
 PRISTINE=$BUILD/linux
 
 die() {
-	printf '%s: %s\n' "${KIT_ME:-${0##*/}}" "$*" >&2
+	printf '%s: %s\n' "${0##*/}" "$*" >&2
 	exit 1
 }
 
