@@ -188,13 +188,15 @@ def read_manifest(path):
     """The bundle's first member: read without going through the rest
     (every make lab BUNDLE= asks)."""
     try:
-        with tarfile.open(path) as t:
+        with tarfile.open(path, 'r:') as t:
             first = t.next()
             if first is None or first.name != 'manifest.json':
                 raise LabError(f'{path} is not a kit bundle (it does not start with manifest.json)')
             return json.load(t.extractfile(first))
-    except (tarfile.TarError, ValueError) as e:
-        raise LabError(f'{path} is not a kit bundle ({e})')
+    except tarfile.TarError:
+        raise LabError(f'{path} is not a kit bundle (not a tar file): make bundle writes one')
+    except ValueError:
+        raise LabError(f'{path} is not a kit bundle (its manifest.json is not JSON)')
 
 
 def refusal(manifest):
@@ -336,11 +338,7 @@ def use_if_asked(env=None):
     """BUNDLE=path (a user setting) before make lab, check or ahead."""
     env = os.environ if env is None else env
     if env.get('BUNDLE'):
-        try:
-            use(env['BUNDLE'])
-        except LabError as e:
-            print(f'kit: {e}', file=sys.stderr)
-            raise
+        use(env['BUNDLE'])
 
 
 def container_overhead(clone, env, goal, rows):
