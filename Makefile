@@ -123,7 +123,7 @@ check: exercises
 
 gdb:
 	$(need-lab)
-	@vm/boot/gdb.sh $(lab)
+	@python3 -m kit gdb $(lab)
 
 # The kernel's reports in the console of the lab's last boot (make lab,
 # make check...), decoded; from another terminal while make lab runs.

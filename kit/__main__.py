@@ -11,6 +11,8 @@ call them, one line each.
                              exercises, then their summary
   kernel LAB                 make kernel: the lab's own kernel
   tree LAB                   the lab's own kernel tree, its series applied
+  gdb LAB [GDB ARGS]         make gdb: gdb on the kernel the VM on GDB_PORT
+                             booted, with the kernel's gdb scripts
   resolve LAB                the lab's folder name ("4" -> 04-lsm-fallback),
                              or what the labs are
   ahead [LAB...]             make ahead: every lab's kernels (or those named)
@@ -65,7 +67,7 @@ from pathlib import Path
 
 from . import bundle, container, images, kernels, reference, suite, trees, upstream
 from .labs import LabError, resolve
-from .qemu import Qemu, choose_accel
+from .qemu import Qemu, choose_accel, gdb_command
 from .vm import Boot
 
 
@@ -155,6 +157,9 @@ def main(argv):
             return check(resolve(args[0]))
         if verb == 'kernel' and len(args) == 1:
             return 0 if kernels.which_kernel(resolve(args[0]), 'solution').build() else 1
+        if verb == 'gdb' and args:
+            cmd = gdb_command(resolve(args[0]), int(os.environ.get('GDB_PORT') or 1234), args[1:])
+            os.execvp(cmd[0], cmd)
         if verb == 'resolve' and len(args) == 1:
             print(resolve(args[0]).name)
             return 0

@@ -144,7 +144,7 @@ class Qemu:
                               f'vmlinux={(self.bzimage.parent / "../../../vmlinux").resolve()}\n'
                               f'initrd={self.initrd.resolve()}\n')
             # Held while the VM runs: a lock says the record is live to any
-            # process that sees the file (lib.sh's run_record), where this
+            # process that sees the file (live_record()), where this
             # pid would mean nothing (make in-container, another container).
             held = open(record)
             try:
@@ -193,6 +193,49 @@ class Qemu:
             subprocess.run([sys.executable, str(KREPORT), 'after', f'{self.log}.json'])
         # vm-exit 0 leaves QEMU with status 1; Ctrl-A x with 0.
         return 0 if rc in (0, 1) else rc
+
+
+def live_record(port):
+    """The run record of the VM whose gdb stub is on port ({lab, bzImage,
+    vmlinux, initrd, pid}), or None when no VM runs there: the VM's run
+    holds a lock on it, which says it is live from any process that sees
+    the file, where its pid would mean nothing (another container)."""
+    try:
+        f = open(build_dir() / 'run' / f'gdb-{port}')
+    except OSError:
+        return None
+    with f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            return None         # nobody holds it: left by a run that was killed
+        except BlockingIOError:
+            return dict(line.split('=', 1) for line in f.read().splitlines() if '=' in line)
+
+
+def gdb_command(lab, port, extra=()):
+    """make gdb: gdb on the vmlinux of the kernel the VM on port booted
+    (make lab may run a tree of its own, your kernel exercises, whose
+    symbols are not where the lab's own kernel has them), with the
+    kernel's gdb scripts (lx-dmesg, lx-ps...), connected to its stub."""
+    out = lab.out()
+    record = live_record(port)
+    if record:
+        if not record.get('lab', '').startswith(lab.name):
+            print(f"  GDB      the VM on port {port} runs {record.get('lab')}, not {lab.name}: "
+                  'using its vmlinux', file=sys.stderr)
+        out = Path(record['vmlinux']).parent
+    if not (out / 'vmlinux').is_file():
+        raise LabError(f"no vmlinux for {lab.name}: run 'make kernel LAB={lab.number}' first")
+    if not (out / 'vmlinux-gdb.py').exists():
+        raise LabError(f'{out}/vmlinux-gdb.py is missing: the kernel was built without CONFIG_GDB_SCRIPTS')
+    if not port_listening(port):
+        raise LabError(f"nothing listens on 127.0.0.1:{port}: start the VM first with 'make lab "
+                       f"LAB={lab.number} GDB=1' (WAIT=1 to stop at the first instruction)")
+    # Sources are named relative to the out dir (../../src/fs/file.c), and
+    # the out dir recorded in an object is the one ccache first compiled it
+    # in: "directory" makes gdb look next to this kernel's own out dir first.
+    return ['gdb', '-q', '-nx', '-iex', f'add-auto-load-safe-path {out}', '-ex', f'directory {out}',
+            '-ex', f'file {out}/vmlinux', '-ex', f'target remote 127.0.0.1:{port}', *extra]
 
 
 def port_listening(port):

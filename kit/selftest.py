@@ -288,6 +288,43 @@ class RunRecordLock(unittest.TestCase):
             self.assertFalse(Path(d, 'run', 'gdb-4567').exists())
 
 
+class MakeGdb(MadeUpKit):
+    """make gdb: the vmlinux of the kernel the VM on the port booted."""
+
+    def record(self, port, text):
+        path = self.kit / 'build' / 'run' / f'gdb-{port}'
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        return path
+
+    def test_a_record_counts_only_while_its_vm_holds_it(self):
+        import fcntl
+        path = self.record(4321, 'lab=02-second (default kernel)\nvmlinux=/t/out/vmlinux\n')
+        self.assertIsNone(qemu.live_record(4321))
+        with open(path) as held:
+            fcntl.flock(held, fcntl.LOCK_EX)
+            self.assertEqual(qemu.live_record(4321)['vmlinux'], '/t/out/vmlinux')
+        self.assertIsNone(qemu.live_record(4322))
+
+    def test_the_running_kernels_vmlinux_and_a_stub_on_loopback(self):
+        import fcntl
+        out = self.kit / 'trees-out'
+        write(out / 'vmlinux', 'elf')
+        write(out / 'vmlinux-gdb.py', '')
+        path = self.record(4321, f'lab=02-second (default kernel)\nvmlinux={out}/vmlinux\n')
+        with open(path) as held, mock.patch.object(qemu, 'port_listening', return_value=True):
+            fcntl.flock(held, fcntl.LOCK_EX)
+            cmd = qemu.gdb_command(self.two, 4321, ['-batch'])
+        self.assertIn(f'file {out}/vmlinux', cmd)
+        self.assertIn('target remote 127.0.0.1:4321', cmd)
+        self.assertEqual(cmd[-1], '-batch')
+        with mock.patch.object(qemu, 'port_listening', return_value=False):
+            write(self.two.out() / 'vmlinux', 'elf')
+            write(self.two.out() / 'vmlinux-gdb.py', '')
+            with self.assertRaisesRegex(labs.LabError, "nothing listens on 127.0.0.1:4321: start the VM first"):
+                qemu.gdb_command(self.two, 4321)
+
+
 class GdbResults(unittest.TestCase):
     GDB = ('CHECK ok: stopped in pidfs_alloc_file\nCHECK FAIL: i_private is NULL\n'
            'GDB-STOPPED pidfs_alloc_file ffffffff81234560\nGDB-VMLINUX /k/vmlinux\n')

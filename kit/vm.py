@@ -28,7 +28,7 @@ from typing import Optional
 from .images import Image
 from .kernels import KIT, Kernel
 from .labs import Lab, LabError, headers
-from .qemu import Qemu, port_listening
+from .qemu import Qemu, gdb_command, port_listening
 
 SCRIPTS = KIT / 'vm'
 RUN_SECONDS = KIT / 'vm' / 'config' / 'run-seconds'
@@ -221,10 +221,12 @@ def gdb_check(boot, script, tap_path, gdb_port=None):
         if vm_rc is not None:
             break
         time.sleep(0.5)
-    env = dict(os.environ, GDB_PORT=str(port))
     with open(gdblog, 'w') as f:
-        subprocess.run(['timeout', '600', str(SCRIPTS / 'boot' / 'gdb.sh'), boot.lab.name, '-batch', '-x',
-                        str(script)], env=env, stdout=f, stderr=subprocess.STDOUT)
+        try:
+            cmd = ['timeout', '600', *gdb_command(boot.lab, port, ['-batch', '-x', str(script)])]
+            subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT)
+        except LabError as e:
+            f.write(f'kit: {e}\n')
     text = gdblog.read_text(errors='replace')
     sys.stdout.write(text)
     # After detach the guest runs to its end on its own; do not wait forever.

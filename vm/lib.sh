@@ -106,10 +106,6 @@ resolve_lab() {
 }
 
 
-# True when something listens on TCP port $1 of this machine (a gdb stub).
-port_listening() {
-	grep -qs ":$(printf '%04X' "$1") 0\{8,32\}:0000 0A" /proc/net/tcp /proc/net/tcp6
-}
 
 # Take the lock file $1 for the rest of the calling script, waiting (and
 # saying "$2") while another run holds it: two runs building the same
@@ -124,19 +120,6 @@ hold_lock() {
 	fi
 }
 
-# Field $2 of the run record of the VM whose gdb stub is on port $1
-# (kit/qemu.py writes $BUILD/run/gdb-PORT while that VM runs): lab,
-# bzImage, vmlinux, initrd, pid. Empty, status 1, when no VM runs there.
-# The VM's run holds a lock on its record, which says it is live from
-# any process that sees the file: its pid would mean nothing in another
-# container (make in-container) or another PID namespace.
-run_record() {
-	local record=$BUILD/run/gdb-$1 held=0
-	[ -f "$record" ] || return 1
-	flock -n -E 75 "$record" true 2>/dev/null || held=$?
-	[ "$held" = 75 ] || return 1
-	sed -n "s/^$2=//p" "$record"
-}
 
 lab_dir() { echo "$KIT/labs/$1"; }
 # A lab's own kernel tree (kit/labs.py has the others, under trees/).
