@@ -4,6 +4,7 @@ import io
 import json
 import os
 import subprocess
+import sys
 import tempfile
 import textwrap
 import unittest
@@ -265,8 +266,8 @@ class QemuCommand(unittest.TestCase):
 
 class RunRecordLock(unittest.TestCase):
     def test_record_is_live_while_the_vm_runs_and_gone_after(self):
-        """make gdb (lib.sh's run_record) sees the VM's record while QEMU
-        runs, from any process: the run holds its lock."""
+        """make gdb (qemu.live_record) sees the VM's record while QEMU
+        runs, from any other process: the run holds its lock."""
         with tempfile.TemporaryDirectory() as d, mock.patch.dict(os.environ, {'BUILD': d}):
             for name in ('bzImage', 'initrd'):
                 Path(d, name).write_text('')
@@ -276,8 +277,9 @@ class RunRecordLock(unittest.TestCase):
 
             def lookup(*_, **__):
                 seen.append(real_run(
-                    ['bash', '-c', f'. {labs.KIT}/vm/lib.sh; run_record 4567 bzImage'],
-                    capture_output=True, text=True, env=dict(os.environ, BUILD=d)).stdout.strip())
+                    [sys.executable, '-c', 'from kit import qemu; r = qemu.live_record(4567); '
+                     'print(r["bzImage"] if r else "")'],
+                    cwd=labs.KIT, capture_output=True, text=True, env=dict(os.environ, BUILD=d)).stdout.strip())
                 return subprocess.CompletedProcess([], 0)
             with mock.patch.object(qemu.subprocess, 'run', side_effect=lookup), \
                     mock.patch.object(qemu.shutil, 'which', return_value='/usr/bin/qemu'), \

@@ -18,7 +18,6 @@ which must never hand back an object made from old data. Seconds, on
 the host only.
 """
 import contextlib
-import fcntl
 import importlib.util
 import io
 import os
@@ -902,26 +901,6 @@ class BuildProgress(unittest.TestCase):
         self.assertTrue(out[4].startswith('../../src/fs/pidfs.cx'), out[4])
         self.assertTrue(out[5].startswith('../../../src/fs/pidfs.c'), out[5])
         self.assertTrue(out[6].startswith('../../src/include/linux/pid.h'), out[6])
-
-
-class RunRecord(unittest.TestCase):
-    def lookup(self, build, port, field):
-        return subprocess.run(['bash', '-c', f'BUILD={build}; . {VM}/lib.sh; run_record {port} {field}'],
-                              capture_output=True, text=True)
-
-    def test_live_and_stale_records(self):
-        with tempfile.TemporaryDirectory() as d:
-            record = os.path.join(d, 'run', 'gdb-4321')
-            write(record, 'pid=1\nlab=04-lsm-fallback (default kernel)\nvmlinux=/t/vmlinux\n')
-            # The VM's run holds the record's lock (qemu.sh): live, whatever
-            # its pid, which another container could not see.
-            with open(record) as held:
-                fcntl.flock(held, fcntl.LOCK_EX)
-                got = self.lookup(d, 4321, 'vmlinux')
-                self.assertEqual((got.returncode, got.stdout), (0, '/t/vmlinux\n'))
-                self.assertNotEqual(self.lookup(d, 4322, 'vmlinux').returncode, 0)
-            # The VM that held it is gone: the record means nothing.
-            self.assertNotEqual(self.lookup(d, 4321, 'vmlinux').returncode, 0)
 
 
 @unittest.skipUnless(shutil.which('ccache') and shutil.which('gcc'), 'no ccache or gcc')
