@@ -11,8 +11,9 @@ LABS := $(notdir $(patsubst %/,%,$(wildcard labs/[0-9][0-9]-*/)))
 LAB ?= $(lastword $(LABS))
 export ACCEL GDB WAIT GDB_PORT MEM SMP DEBUG BUNDLE DEBS
 
-# Resolved lab folder name (dies with the list of labs on a bad LAB).
-lab = $(shell (source vm/lib.sh && resolve_lab '$(LAB)') 2>/dev/null || echo BAD)
+# Resolved lab folder name: LAB=4, 04 or 04-lsm-fallback is 04-lsm-fallback
+# (kit/labs.py's resolve() has the same rule, and need-lab its message).
+lab = $(if $(word 2,$(LAB)),BAD,$(firstword $(filter $(LAB) $(LAB)-% 0$(LAB)-%,$(LABS)) BAD))
 need-lab = @[ "$(lab)" != BAD ] || python3 -m kit resolve '$(LAB)'
 # BUNDLE=FILE: a room's bundle brings the packages (and every kernel).
 need-deps = @$(if $(BUNDLE),python3 -m kit use-bundle,vm/deps.sh check || vm/deps.sh install)
@@ -52,8 +53,8 @@ help:
 	@echo "                          screenshots in docs/_build/check/"
 	@echo "  make bench              build and boot timings, pidfd microbenchmarks on lab 01, the"
 	@echo "                          last lab and 6.12, then the goals: fresh clones, empty ccache,"
-	@echo "                          make lab/ahead/check and .ci/run (over an hour; ONLY=harness|reports|"
-	@echo "                          micro|goals, ROUNDS=N,"
+	@echo "                          make lab/ahead/check and .ci/run (over an hour; ONLY=harness|micro|"
+	@echo "                          reports|room|goals, ROUNDS=N,"
 	@echo "                          UPDATE=1 copies the output to docs/transcripts/reference/)"
 	@echo "  make reference          the last lab side by side with Debian's linux-source-6.12:"
 	@echo "                          tests + parity table, checked against the book (UPDATE=1 rewrites it)"
@@ -145,12 +146,12 @@ selftest:
 	@python3 vm/check/transcripts.py selftest >/dev/null
 
 checkpatch:
-	@vm/check/checkpatch.sh
+	@python3 -m kit checkpatch
 
 # After `make kernel` of that lab (make test builds every one).
 sparse:
 	$(need-lab)
-	@vm/check/sparse.sh $(lab)
+	@python3 -m kit sparse $(lab)
 
 shellcheck:
 	@shellcheck -x vm/*.sh vm/*/*.sh vm/guest/init vm/guest/run-tests vm/guest/ref-run .ci/run \
@@ -169,7 +170,7 @@ docs-check: docs
 
 bench:
 	$(need-ref-deps)
-	@UPDATE='$(UPDATE)' ONLY='$(ONLY)' ROUNDS='$(ROUNDS)' vm/compare/bench.sh
+	@UPDATE='$(UPDATE)' ONLY='$(ONLY)' ROUNDS='$(ROUNDS)' python3 -m kit bench
 
 reference:
 	$(need-ref-deps)

@@ -34,6 +34,14 @@ call them, one line each.
   programs LAB EXERCISES OUT_DIR [same options]
                              the exercise programs and tests into OUT_DIR
                              (make programs, the shell check)
+  checkpatch                 make checkpatch: checkpatch.pl --strict on every
+                             patch of every lab, as TAP
+  sparse LAB                 make sparse: sparse and W=1 on the C files the
+                             lab's series touches, against pristine 6.1
+  bench                      make bench: the kit's figures on this machine
+                             (ONLY=harness|micro|reports|room|goals one
+                             part, ROUNDS=N boots per kernel for micro,
+                             UPDATE=1 keeps the output for the book)
   bench-room DIR             make bench ONLY=room: a bundle, then a fresh
                              clone with it and no network, timed
   room-check DIR             CI's check of a bundle: the last lab's VM from
@@ -59,14 +67,15 @@ call them, one line each.
 
 User settings, from the environment: DEBUG=1 (the debug kernel), ACCEL,
 MEM, SMP, GDB, WAIT, GDB_PORT, TIMEOUT, BOOT_TIMEOUT, APPEND, QUIET,
-BUNDLE=FILE (lab, check and ahead start from a room's bundle), DEBS.
+BUNDLE=FILE (lab, check and ahead start from a room's bundle), DEBS,
+ONLY, ROUNDS and UPDATE.
 """
 import os
 import sys
 from pathlib import Path
 
-from . import bundle, container, images, kernels, reference, suite, trees, upstream
-from .labs import LabError, resolve
+from . import bench, bundle, container, images, kernels, reference, review, suite, trees, upstream
+from .labs import LabError, all_labs, resolve
 from .qemu import Qemu, choose_accel, gdb_command
 from .vm import Boot
 
@@ -185,6 +194,13 @@ def main(argv):
         if verb == 'bundle' and len(args) <= 1:
             bundle.make(*args, debs=os.environ.get('DEBS', '1') != '0')
             return 0
+        if verb == 'checkpatch' and not args:
+            return review.checkpatch()
+        if verb == 'sparse' and len(args) <= 1:
+            return review.sparse(resolve(args[0]) if args else all_labs()[-1])
+        if verb == 'bench' and not args:
+            return bench.run(os.environ.get('ONLY', ''), int(os.environ.get('ROUNDS') or 3),
+                             update=os.environ.get('UPDATE', '0') == '1')
         if verb == 'bench-room' and len(args) == 1:
             return bundle.bench(args[0])
         if verb == 'room-check' and len(args) == 1:

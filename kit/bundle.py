@@ -38,15 +38,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from .labs import KIT, LabError, all_labs, build_dir
+from .labs import KIT, LabError, all_labs, build_dir, note
+from .seed import rewrite_paths
 from .trees import Tree, git
 
 FORMAT = 1
 USED = 'bundle.json'        # in build/: the manifest of the bundle unpacked there
-
-
-def note(tag, text):
-    print(f'  {tag:<8} {text}', flush=True)
 
 
 def command_output(*cmd):
@@ -242,41 +239,10 @@ def install_debs(path, manifest, stage):
 
 def relocate(manifest, build):
     """Kbuild's files of the packed out dirs name the checkout the bundle
-    was made in: name this one, file times kept."""
-    moves = [(manifest['build'].encode(), str(build).encode()),
-             (manifest['kit'].encode(), str(KIT).encode())]
-    moves = [(a, b) for a, b in moves if a != b]
-    if not moves:
-        return 0
-    changed = 0
-    for rel in manifest['paths']:
-        top = build / rel
-        if '/out/' not in rel or not top.is_dir():
-            continue
-        for d, _, names in os.walk(top):
-            for n in names:
-                p = Path(d) / n
-                if p.is_symlink():
-                    target = os.readlink(p).encode()
-                    new = target
-                    for a, b in moves:
-                        new = new.replace(a, b)
-                    if new != target:
-                        p.unlink()
-                        os.symlink(new, p)
-                    continue
-                st = p.stat()
-                if st.st_size > 4 << 20:
-                    continue
-                data = p.read_bytes()
-                if b'\0' in data[:4096] or not any(a in data for a, _ in moves):
-                    continue
-                for a, b in moves:
-                    data = data.replace(a, b)
-                p.write_bytes(data)
-                os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns))
-                changed += 1
-    return changed
+    was made in: name this one, file times kept (seed.rewrite_paths())."""
+    moves = [(manifest['build'], str(build)), (manifest['kit'], str(KIT))]
+    return sum(rewrite_paths(build / rel, moves) for rel in manifest['paths']
+               if '/out/' in rel and (build / rel).is_dir())
 
 
 def relink_worktrees(manifest, build):

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Optional
 
 from .labs import KIT, LabError
+from .labs import note as note_line
 
 IMAGE = 'pidfs-kit'
 # The name `FROM debian:bookworm` resolves to, on podman and docker alike:
@@ -53,7 +54,8 @@ PASS_ENV = ('ACCEL', 'GDB', 'WAIT', 'GDB_PORT', 'MEM', 'SMP', 'DEBUG', 'APPEND',
 
 
 def note(tag, text):
-    print(f'  {tag:<8} {text}', file=sys.stderr, flush=True)
+    # To stderr: a command run in the container owns stdout.
+    note_line(tag, text, file=sys.stderr)
 
 
 def engine(env=None, which=shutil.which):

@@ -6,11 +6,10 @@ folder's kernel/ files laid over the lab's tree. which_kernel() is the
 one place that decides which, for every purpose the kit has.
 
 Kernel.build() prepares the tree (trees.Tree), starts a first build from
-another tree's out dir when there is one (vm/kernel/seed-tree.py), and has
-Kbuild build it (vm/kernel/kbuild.sh: the tree's merge_config.sh and make,
-with the config fragments as arguments).
+another tree's out dir when there is one (seed.py), and has
+Kbuild build it (kbuild.build(): the tree's merge_config.sh and make, with
+the config fragments as arguments).
 """
-import fcntl
 import os
 import re
 import shutil
@@ -22,7 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from .labs import KIT, Lab, LabError, all_labs, build_dir, labs_upto
+from . import kbuild, seed
+from .kbuild import KbuildError
+from .labs import KIT, Lab, LabError, all_labs, build_dir, held, labs_upto
 from .trees import Tree
 
 SCRIPTS = KIT / 'vm'
@@ -34,7 +35,7 @@ def fragments(src, kit=KIT):
     kernel.config. One configuration for every lab (the union the last lab
     needs), so that a tree started from another lab's and ccache's objects
     carry over; a symbol a tree's Kconfig lacks (lab 02's CONFIG_FS_PIDFD
-    after lab 03) is left out there by kbuild.sh."""
+    after lab 03) is left out there by kbuild.configure()."""
     out = [Path(src) / 'kernel' / 'configs' / 'tiny-base.config', kit / 'vm' / 'config' / 'base.config']
     return out + [lab.dir / 'kernel.config' for lab in all_labs(kit) if (lab.dir / 'kernel.config').is_file()]
 
@@ -54,6 +55,10 @@ class Tee:
 
     def flush(self):
         self.stdout.flush()
+
+    def isatty(self):
+        # Kbuild's progress line is drawn in place only where nothing keeps a copy.
+        return not self.log and getattr(self.stdout, 'isatty', lambda: False)()
 
 
 @dataclass(frozen=True)
@@ -98,7 +103,7 @@ class Kernel:
         return Tree(self.lab, self.tree, self.series, self.overlay)
 
     def seed_root(self):
-        """The tree a new out dir starts from (seed-tree.py): the lab's own
+        """The tree a new out dir starts from (seed.py): the lab's own
         for another tree of the lab; the previous lab's for a lab's own.
         None when that tree is not there."""
         if self.tree:
@@ -121,34 +126,30 @@ class Kernel:
         out, src = self.out, self.src
         if (out / '.config').is_file():
             return
-        seed = self.seed_root()
-        tool = [sys.executable, str(SCRIPTS / 'kernel' / 'seed-tree.py')]
-        if seed and (seed / 'out' / self.flavour / 'vmlinux').is_file():
+        root = self.seed_root()
+        if root and (root / 'out' / self.flavour / 'vmlinux').is_file():
             shutil.rmtree(out, ignore_errors=True)
-            seed_out = seed / 'out' / self.flavour
+            seed_out = root / 'out' / self.flavour
             # Not while that tree is being built: hold its build lock.
-            with open(seed_out / '.make-kernel.lock', 'w') as lock:
-                fcntl.flock(lock, fcntl.LOCK_EX)
-                subprocess.run([*tool, 'src', str(seed / 'src'), str(src)], check=True)
-                subprocess.run([*tool, 'out', str(seed_out), str(out), str(seed / 'src'), str(src)], check=True)
+            with held(seed_out / '.make-kernel.lock', f'another run is building {seed_out}'):
+                seed.seed_src(str(root / 'src'), str(src))
+                seed.seed_out(str(seed_out), str(out), str(root / 'src'), str(src))
         elif self.flavour not in ('default', 'debug') and (self.lab.out('default', self.tree) / 'vmlinux').is_file():
             shutil.rmtree(out, ignore_errors=True)
-            subprocess.run([*tool, 'out', str(self.lab.out('default', self.tree)), str(out), str(src), str(src)],
-                           check=True)
+            seed.seed_out(str(self.lab.out('default', self.tree)), str(out), str(src), str(src))
 
-    def kbuild_command(self):
+    def fragments(self):
         frags = fragments(self.src)
         conf = self.flavour_config()
-        if conf:
-            frags.append(conf)
-        cmd = [str(SCRIPTS / 'kernel' / 'kbuild.sh')]
-        # An attendee's exercise files (laid over this tree): the compiler's
-        # messages name them where the attendee edits them.
+        return frags + [conf] if conf else frags
+
+    def shown_as(self):
+        """An attendee's exercise files (laid over this tree): the
+        compiler's messages name them where the attendee edits them."""
         top = self.overlay / 'kernel' if self.overlay else None
-        if top and top.is_dir():
-            cmd += ['--show-as', ' '.join(f'{p.relative_to(top)}={os.path.relpath(p, KIT)}'
-                                          for p in sorted(top.rglob('*')) if p.is_file())]
-        return cmd + [str(self.src), str(self.out), *map(str, frags)]
+        if not (top and top.is_dir()):
+            return []
+        return [(str(p.relative_to(top)), os.path.relpath(p, KIT)) for p in sorted(top.rglob('*')) if p.is_file()]
 
     def build(self, log=None, **popen):
         """Prepare the tree and build the kernel, printing as it goes (and
@@ -157,25 +158,15 @@ class Kernel:
         if log:
             Path(log).parent.mkdir(parents=True, exist_ok=True)
         f = open(log, 'w') if log else None
-        out = Tee(f, popen.get('stdout') or sys.stdout)
         try:
-            try:
-                with redirect_stdout(out):
+            with redirect_stdout(Tee(f, popen.get('stdout') or sys.stdout)):
+                try:
                     self.source_tree().prepare()
                     self.seed()
-            except (LabError, subprocess.CalledProcessError) as e:
-                out.write(f'kit: {e}\n')
-                return False
-            if not f:
-                # Kbuild's progress line, on a terminal, is drawn in place.
-                if subprocess.run(self.kbuild_command(), **popen).returncode != 0:
-                    return False
-            else:
-                p = subprocess.Popen(self.kbuild_command(), stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT, text=True, errors='replace')
-                for line in p.stdout:
-                    out.write(line)
-                if p.wait() != 0:
+                    if not kbuild.build(self.src, self.out, self.fragments(), self.shown_as()):
+                        return False
+                except (LabError, KbuildError, subprocess.CalledProcessError, OSError) as e:
+                    print(f'kit: {e}')
                     return False
             version = (build_dir() / 'linux' / '.git' / 'kit-source-version').read_text().strip()
             (self.out / 'source-version').write_text(f'linux-source-6.1 {version}\n')

@@ -7,8 +7,11 @@ with the lab's series replaced), mutations/*.patch (a bug put back on
 purpose, which the kit must show) and gdb/*.gdb (instructor scripts). Header lines are
 "# key: value" lines: the first one of each key counts.
 """
+import fcntl
 import os
 import re
+import sys
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,6 +21,26 @@ HEADER = re.compile(r'^# ([\w-]+): *(.*)$')
 
 class LabError(Exception):
     """A one-line cause and what to do next."""
+
+
+def note(tag, text, file=None):
+    """One of the kit's tagged lines ("  BUILD    ..."), at once."""
+    print(f'  {tag:<8} {text}', file=file or sys.stdout, flush=True)
+
+
+@contextmanager
+def held(path, waiting):
+    """The lock file at path, waiting (and saying so) while another run
+    holds it: two runs building or preparing the same thing at once would
+    write the same files."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    with open(path, 'w') as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            note('WAIT', waiting)
+            fcntl.flock(f, fcntl.LOCK_EX)
+        yield
 
 
 def build_dir(kit=KIT):

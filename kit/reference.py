@@ -24,13 +24,14 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import upstream
+from . import kbuild, upstream
+from .kbuild import KbuildError
 from .images import Image
-from .kernels import SCRIPTS, fragments, which_kernel
-from .labs import KIT, LabError, all_labs, build_dir
+from .kernels import fragments, which_kernel
+from .labs import KIT, LabError, all_labs, build_dir, note
 from .qemu import Qemu
 from .results import tap
-from .trees import note
+
 from .vm import Boot
 
 TABLES = KIT / 'docs' / 'transcripts' / 'reference'
@@ -59,8 +60,8 @@ class RefKernel:
     def bzimage(self):
         return self.out / 'arch' / 'x86' / 'boot' / 'bzImage'
 
-    def build(self, **popen):
-        """Unpacked once, never patched; built by vm/kernel/kbuild.sh like
+    def build(self):
+        """Unpacked once, never patched; built by kbuild.build() like
         every lab kernel. A fragment symbol 6.12 does not know
         (CONFIG_FS_PIDFD: pidfs has no option upstream) lands in
         out/kconfig-ignored."""
@@ -80,9 +81,11 @@ class RefKernel:
             partial.rename(self.src)
         version = (self.src / '.kit-source-version').read_text().strip()
         note('SOURCE', f'linux-source-6.12 {version}')
-        cmd = [str(SCRIPTS / 'kernel' / 'kbuild.sh'), str(self.src), str(self.out),
-               *map(str, fragments(self.src))]
-        if subprocess.run(cmd, **popen).returncode != 0:
+        try:
+            built = kbuild.build(self.src, self.out, fragments(self.src))
+        except KbuildError as e:
+            raise LabError(f'the 6.12 reference kernel did not build: {e}')
+        if not built:
             raise LabError('the 6.12 reference kernel did not build (see above)')
         (self.out / 'source-version').write_text(f'linux-source-6.12 {version}\n')
         return self
@@ -149,14 +152,14 @@ def run(update=False):
 
     print(f"=== 6.12: the {last.name} solution and tests, 6.12's pidfd selftests", flush=True)
     ref_cpio = ref.root / 'initramfs-6.12.cpio'
-    dropped = ref.root / 'policycaps-dropped'
-    dropped.write_text('')
     # Lab 04's policy rig compiles 6.12's mdp policy with Debian 12's
     # checkpolicy, which lacks some newer policy capabilities:
     # vm/compare/ref-checkpolicy.sh stands in for it, and lists what it
-    # drops in REF_DROPPED (a leaf: checkpolicy's callers call it).
-    env = dict(os.environ, PATH=f'{upstream.checkpolicy_wrapper(ref.root)}:{os.environ["PATH"]}',
-               REF_DROPPED=str(dropped))
+    # drops in the file beside it (a leaf: checkpolicy's callers call it).
+    shim = upstream.checkpolicy_wrapper(ref.root)
+    dropped = shim / upstream.DROPPED
+    dropped.write_text('')
+    env = dict(os.environ, PATH=f'{shim}:{os.environ["PATH"]}')
     if not Image(last, last.solution.resolve(), ref.src, ref.out).build(ref_cpio, env=env):
         raise LabError('the 6.12 initramfs did not build (see above)')
     booted(Qemu.from_env('test', ref.bzimage, ref_cpio, res / 'ref-tests.log', quiet=True,

@@ -3,6 +3,7 @@
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -12,10 +13,17 @@ from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 from unittest import mock
 
-from kit import bundle, container, images, kernels, labs, qemu, results, stamps, suite, trees, upstream, vm
+from kit import seed as kit_seed
+from kit import (bench, bundle, container, images, kbuild, kernels, labs, qemu, results, review, stamps, suite,
+                 trees, upstream, vm)
+
+
+def read(path):
+    return Path(path).read_text()
 
 
 def write(path, text):
+    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(textwrap.dedent(text))
     return path
@@ -161,12 +169,11 @@ class WhichKernel(MadeUpKit):
         ex = self.kit / 'labs' / '02-second' / 'exercises'
         write(ex / 'kernel' / 'fs' / 'b.c', 'x\n')
         k = kernels.which_kernel(self.two, 'work', exercises=ex)
-        cmd = k.kbuild_command()
-        self.assertEqual(cmd[1:3], ['--show-as', 'fs/b.c=' + os.path.relpath(ex / 'kernel/fs/b.c', labs.KIT)])
-        self.assertEqual(cmd[3:5], [str(self.two.src('work')), str(self.two.out('default', 'work'))])
-        self.assertEqual(cmd[5:7], [str(self.two.src('work') / 'kernel/configs/tiny-base.config'),
-                                    str(labs.KIT / 'vm/config/base.config')])
-        self.assertNotIn('--show-as', kernels.which_kernel(self.two, 'solution').kbuild_command())
+        self.assertEqual(k.shown_as(), [('fs/b.c', os.path.relpath(ex / 'kernel/fs/b.c', labs.KIT))])
+        self.assertEqual((k.src, k.out), (self.two.src('work'), self.two.out('default', 'work')))
+        self.assertEqual(k.fragments()[:2], [self.two.src('work') / 'kernel/configs/tiny-base.config',
+                                             labs.KIT / 'vm/config/base.config'])
+        self.assertEqual(kernels.which_kernel(self.two, 'solution').shown_as(), [])
 
     def test_a_new_out_dir_starts_from_the_right_tree(self):
         for lab in (self.one, self.two):
@@ -512,6 +519,21 @@ class Bundle(unittest.TestCase):
             self.assertEqual(cmd.stat().st_mtime_ns, 1_000_000_123)
             self.assertIn(b'/old/build', blob.read_bytes())
             self.assertEqual(os.readlink(out / 'source'), f'{build}/labs/01-x/src')
+
+    def test_a_clone_inside_the_old_checkout_is_named_once(self):
+        """make bench and CI clone the kit into its own build/: the new
+        paths hold the old ones, and must not be rewritten twice."""
+        with tempfile.TemporaryDirectory() as d:
+            old = Path(d)
+            kit = old / 'build' / 'bench' / 'room-clone'
+            out = kit / 'build' / 'labs' / '01-x' / 'out' / 'default'
+            cmd = write(out / 'fs' / '.open.o.cmd', f'cmd := {old}/vm/kernel/cc -I{old}/build/labs/01-x/src\n')
+            (out / 'source').symlink_to(f'{old}/build/labs/01-x/src')
+            manifest = {'build': f'{old}/build', 'kit': str(old), 'paths': ['labs/01-x/out/default']}
+            with mock.patch.object(bundle, 'KIT', kit):
+                bundle.relocate(manifest, kit / 'build')
+            self.assertEqual(cmd.read_text(), f'cmd := {kit}/vm/kernel/cc -I{kit}/build/labs/01-x/src\n')
+            self.assertEqual(os.readlink(out / 'source'), f'{kit}/build/labs/01-x/src')
 
     def test_trees_link_to_their_own_repository_and_the_old_ones_stay(self):
         """CI and make bench unpack a bundle on the machine that made it:
@@ -908,6 +930,348 @@ class Images(MadeUpKit):
         out, err, text = self.capture()
         self.assertFalse(image.programs(live, stdout=out, stderr=err))
         self.assertRegex(text()[1], f'{exercises}/prog.c:3:16: error: .nope. undeclared')
+
+
+@unittest.skipUnless(shutil.which('ccache') and shutil.which('gcc'), 'no ccache or gcc')
+class Ccache(unittest.TestCase):
+    """Kbuild's compiler (vm/kernel/ccache-cc.sh, with kbuild.make_env()),
+    asked for depend mode as ccache.conf might: whatever an object is made
+    from must reach it. Data pulled in with .incbin, as piggy.S pulls the
+    compressed vmlinux into bzImage, changes while the source text does
+    not; so does a header a C file includes."""
+
+    def compile(self, d, src):
+        # Depend mode asked for both ways: ccache.conf and the environment.
+        write(os.path.join(d, 'cache', 'ccache.conf'), 'depend_mode = true\n')
+        subprocess.run([str(kbuild.CCACHE_CC), '-Wp,-MMD,t.d', '-c', src, '-o', 't.o'],
+                       cwd=d, check=True, env=kbuild.make_env(dict(os.environ, CCACHE_DIR=os.path.join(d, 'cache'),
+                                                                   CCACHE_DEPEND='1')))
+        return subprocess.run(['objcopy', '-O', 'binary', '-j', '.rodata', 't.o', '/dev/stdout'],
+                              cwd=d, check=True, capture_output=True).stdout
+
+    def changed_data_is_compiled_again(self, src, text):
+        with tempfile.TemporaryDirectory() as d:
+            write(os.path.join(d, src), text)
+            write(os.path.join(d, 'data.bin'), 'old!')
+            self.assertEqual(self.compile(d, src), b'old!')
+            write(os.path.join(d, 'data.bin'), 'new!')
+            self.assertEqual(self.compile(d, src), b'new!')
+
+    def test_assembler_incbin(self):
+        self.changed_data_is_compiled_again('t.S', '.section .rodata\n.incbin "data.bin"\n')
+
+    def test_c_incbin(self):
+        self.changed_data_is_compiled_again(
+            't.c', 'asm(".section .rodata\\n.incbin \\"data.bin\\"\\n.previous");\n')
+
+    def test_c_header(self):
+        with tempfile.TemporaryDirectory() as d:
+            write(os.path.join(d, 't.c'), '#include "t.h"\nconst char s[4] = TEXT;\n')
+            write(os.path.join(d, 't.h'), '#define TEXT "old!"\n')
+            self.assertEqual(self.compile(d, 't.c'), b'old!')
+            write(os.path.join(d, 't.h'), '#define TEXT "new!"\n')
+            self.assertEqual(self.compile(d, 't.c'), b'new!')
+            # Depend mode after all: no preprocessor run on the misses.
+            stats = subprocess.run(['ccache', '--print-stats'], capture_output=True, text=True,
+                                   env=dict(os.environ, CCACHE_DIR=os.path.join(d, 'cache'))).stdout
+            self.assertIn('\npreprocessed_cache_miss\t0\n', stats)
+            self.assertIn('\ncache_miss\t2\n', stats)
+
+    def test_paths_as_in_preprocessor_mode(self):
+        """Debug info names the source relative to the build dir, as
+        ccache's preprocessor mode has it: the object may go to any tree."""
+        with tempfile.TemporaryDirectory() as d:
+            write(os.path.join(d, 'src', 't.c'), 'int f(void) { return 1; }\n')
+            out = os.path.join(d, 'out')
+            os.makedirs(out)
+            subprocess.run([str(kbuild.CCACHE_CC), '-g', '-Wp,-MMD,t.d', f'-I{d}/src', '-c', f'{d}/src/t.c',
+                            '-o', 't.o'], cwd=out, check=True,
+                           env=kbuild.make_env(dict(os.environ, CCACHE_DIR=os.path.join(d, 'cache')), build=d))
+            info = subprocess.run(['readelf', '--debug-dump=info', 't.o'], cwd=out, check=True,
+                                  capture_output=True, text=True).stdout
+            self.assertRegex(info, r'DW_AT_name +:.*: \.\./src/t\.c\n')
+
+
+class KbuildUpToDate(unittest.TestCase):
+    """kbuild.build() on a made-up kernel tree, with a make and a
+    merge_config.sh that only write down that they ran: the shortcut that
+    skips Kbuild must not skip a build with other flags, a changed Kconfig
+    or a changed file, and must skip one with nothing new."""
+
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        d = self.dir.name
+        self.src, self.out = os.path.join(d, 'src'), os.path.join(d, 'build', 'out')
+        self.log = os.path.join(d, 'calls.log')
+        write(os.path.join(self.src, 'Kconfig'), 'config A\n')
+        write(os.path.join(self.src, 'a.c'), 'int a;\n')
+        write(os.path.join(self.src, 'scripts', 'kconfig', 'merge_config.sh'),
+              '#!/bin/sh\necho merge_config >>"$CALLS"\ncat "$4" >"$3/.config"\n')
+        write(os.path.join(d, 'bin', 'make'), """#!/bin/sh
+for a; do case $a in O=*) out=${a#O=} ;; esac; done
+echo "make KCFLAGS=${KCFLAGS-} $*" >>"$CALLS"
+mkdir -p "$out/arch/x86/boot" "$out/usr/include"
+touch "$out/vmlinux" "$out/arch/x86/boot/bzImage" "$out/vmlinux-gdb.py"
+""")
+        for f in ('bin/make', 'src/scripts/kconfig/merge_config.sh'):
+            os.chmod(os.path.join(d, f), 0o755)
+        self.frag = os.path.join(d, 'lab.config')
+        write(self.frag, 'CONFIG_A=y\n')
+        self.git('init', '-q')
+        self.git('add', '-A')
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def git(self, *args):
+        subprocess.run(['git', '-C', self.src, *args], check=True, capture_output=True)
+
+    def build(self, **env):
+        """kbuild.build() once: the calls it made, and what it printed."""
+        if os.path.exists(self.log):
+            os.remove(self.log)
+        # Only the flags a case asks for, none from the shell that runs
+        # make selftest.
+        flags = ('KCFLAGS', 'KCPPFLAGS', 'KAFLAGS')
+        env = dict({k: v for k, v in os.environ.items() if k not in flags},
+                   BUILD=os.path.join(self.dir.name, 'build'), CALLS=self.log,
+                   PATH=os.path.join(self.dir.name, 'bin') + ':' + os.environ['PATH'],
+                   CCACHE_DIR=os.path.join(self.dir.name, 'cache'), **env)
+        out = io.StringIO()
+        with mock.patch.dict(os.environ, env, clear=True), redirect_stdout(out):
+            self.assertTrue(kbuild.build(self.src, self.out, [self.frag]), out.getvalue())
+        calls = read(self.log).splitlines() if os.path.exists(self.log) else []
+        return calls, out.getvalue()
+
+    def test_nothing_new_builds_nothing(self):
+        calls, _ = self.build()
+        self.assertEqual(calls[0], 'merge_config')
+        self.assertRegex(calls[1], r'^make KCFLAGS= .* bzImage scripts_gdb headers$')
+        calls, out = self.build()
+        self.assertEqual(calls, [])
+        self.assertIn('is up to date', out)
+
+    def test_other_flags_build_again(self):
+        self.build()
+        calls, out = self.build(KCFLAGS='-O1')
+        self.assertIn('last build: no flags; now: KCFLAGS=-O1 ', out)
+        self.assertEqual(len(calls), 1)
+        self.assertTrue(calls[0].startswith('make KCFLAGS=-O1 '), calls)
+        self.assertEqual(self.build(KCFLAGS='-O1')[0], [])
+        calls, _ = self.build()                 # back to the kit's own flags
+        self.assertEqual(len(calls), 1)
+        self.assertTrue(calls[0].startswith('make KCFLAGS= '), calls)
+
+    def test_changed_kconfig_configures_again(self):
+        self.build()
+        write(os.path.join(self.src, 'Kconfig'), 'config A\nconfig B\n')
+        self.git('add', 'Kconfig')
+        calls, _ = self.build()
+        self.assertEqual(calls[0], 'merge_config')
+        self.assertEqual(len(calls), 2)
+
+    def test_changed_c_file_builds_bzimage_only(self):
+        self.build()
+        write(os.path.join(self.src, 'a.c'), 'int a = 1;\n')
+        calls, _ = self.build()
+        self.assertEqual(len(calls), 1)
+        self.assertTrue(calls[0].endswith(' bzImage'), calls)
+
+    def test_6_1_kbuild_gets_later_kbuilds_cmd(self):
+        write(os.path.join(self.src, 'scripts', 'Kbuild.include'), KBUILD_6_1_CMD)
+        self.git('add', '-A')
+        calls, _ = self.build()
+        self.assertIn(' cmd=@$(if $(cmd_$(1)),set -e; ', calls[1])
+        # Any other definition (6.12's here) is the tree's own business.
+        write(os.path.join(self.src, 'scripts', 'Kbuild.include'), KBUILD_6_12_CMD)
+        calls, _ = self.build()
+        self.assertEqual(len(calls), 1)
+        self.assertNotIn(' cmd=', calls[0])
+
+
+# scripts/Kbuild.include's `cmd`, as Debian's 6.1 and 6.12 define it.
+KBUILD_6_1_CMD = ('cmd = @set -e; $(echo-cmd) $($(quiet)redirect) '
+                  '$(delete-on-interrupt) $(cmd_$(1))\n')
+KBUILD_6_12_CMD = ('cmd = @$(if $(cmd_$(1)),set -e; $($(quiet)log_print) '
+                   '$(delete-on-interrupt) $(cmd_$(1)),:)\n')
+
+
+class KbuildCmd(unittest.TestCase):
+    """kbuild.make_args(): the `cmd` it gives 6.1's Kbuild on make's
+    command line must leave every non-empty command exactly as 6.1 writes
+    it (its .cmd files compare those) and make an empty one `@:`, which
+    make runs without a shell."""
+
+    def expand(self, *args):
+        """What $(call cmd,x) is in make, for an empty and a real cmd_x."""
+        with tempfile.TemporaryDirectory() as d:
+            write(os.path.join(d, 'scripts', 'Kbuild.include'), KBUILD_6_1_CMD)
+            write(os.path.join(d, 'Makefile'), """include scripts/Kbuild.include
+echo-cmd = echo '  $(quiet_cmd_$(1))';
+quiet = quiet_
+delete-on-interrupt = trap 'rm -f $@' INT;
+quiet_cmd_cc = CC      $@
+cmd_cc = gcc -c -o $@ x.c
+cmd_none =
+$(info none:$(call cmd,none))
+$(info cc:$(call cmd,cc))
+all: ;
+""")
+            run = subprocess.run(['make', '-s', '-C', d, *args], capture_output=True, text=True)
+            self.assertEqual(run.returncode, 0, run.stderr)
+            return dict(line.split(':', 1) for line in run.stdout.splitlines())
+
+    def args(self, include):
+        with tempfile.TemporaryDirectory() as d:
+            write(os.path.join(d, 'scripts', 'Kbuild.include'), include)
+            return kbuild.make_args(d)
+
+    def test_only_an_empty_command_changes(self):
+        args = self.args(KBUILD_6_1_CMD)
+        self.assertEqual(len(args), 2, args)
+        before, after = self.expand(), self.expand(args[1])
+        self.assertTrue(before['none'].startswith('@set -e;'), before)
+        self.assertEqual(after['none'], '@:')
+        self.assertEqual(after['cc'], before['cc'])
+        self.assertIn('gcc -c -o', after['cc'])
+
+    def test_other_kbuild_keeps_its_cmd(self):
+        self.assertEqual(self.args(KBUILD_6_12_CMD), ['NM=gcc-nm'])
+        self.assertEqual(self.args('cmd = something else\n'), ['NM=gcc-nm'])
+
+
+class KbuildConfigure(unittest.TestCase):
+    """kbuild.configure(): a value merge_config.sh did not keep stops the
+    build, unless the tree's Kconfig has no such symbol at all (lab 02's
+    CONFIG_FS_PIDFD after lab 03), which is listed in kconfig-ignored."""
+
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        d = Path(self.dir.name)
+        self.src, self.out = d / 'src', d / 'out'
+        write(self.src / 'Kconfig', 'config KEPT\nconfig DROPPED\n')
+        self.frag = write(d / 'lab.config', 'CONFIG_KEPT=y\nCONFIG_DROPPED=y\nCONFIG_GONE=y\n')
+        self.merge = write(self.src / 'scripts/kconfig/merge_config.sh', '')
+        self.merge.chmod(0o755)
+        self.out.mkdir()
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def configure(self, missing):
+        self.merge.write_text('#!/bin/sh\n' + ''.join(
+            f'echo "Value requested for CONFIG_{s} not in final .config"\necho "Requested value:  x"\n'
+            for s in missing))
+        out = io.StringIO()
+        with redirect_stdout(out):
+            kbuild.configure(self.src, self.out, [self.frag], 'k')
+        return out.getvalue()
+
+    def test_a_symbol_the_tree_lacks_is_ignored(self):
+        said = self.configure(['GONE'])
+        self.assertIn('CONFIG_GONE is not in this tree', said)
+        self.assertEqual((self.out / 'kconfig-ignored').read_text(), f'CONFIG_GONE ({self.frag})\n')
+        self.assertEqual(stamps.Stamp(self.out / 'config.stamp').read(), 'k')
+
+    def test_a_value_kconfig_dropped_stops_the_build(self):
+        with self.assertRaisesRegex(kbuild.KbuildError, 'Kconfig did not keep'):
+            self.configure(['DROPPED', 'GONE'])
+        self.assertIsNone(stamps.Stamp(self.out / 'config.stamp').read())
+
+
+class Review(unittest.TestCase):
+    def test_each_known_or_pristine_warning_accounts_for_one(self):
+        lines = review.verdicts(['a.c: warning: x', 'a.c: warning: x', 'b.c: warning: y', 'c.c: warning: z'],
+                                ['a.c: warning: x'], ['b.c: warning: y'])
+        self.assertEqual([line.split(':', 1)[0] for line in lines],
+                         ['ok sparse/W=1', 'not ok sparse/W=1', 'ok sparse/W=1', 'not ok sparse/W=1'])
+        self.assertIn('already in pristine', lines[0])
+        self.assertIn('known, see', lines[2])
+
+    def test_checkpatch_output_fails_the_patch(self):
+        with tempfile.TemporaryDirectory() as d:
+            kit = Path(d)
+            write(kit / 'labs/01-a/patches/0001-good.patch', 'good\n')
+            write(kit / 'labs/01-a/mutations/bad.patch', 'bad\n')
+            # checkpatch.pl as a perl script that complains about "bad".
+            write(kit / 'build/linux/scripts/checkpatch.pl',
+                  'open(my $f, "<", $ARGV[-1]); while (<$f>) { print "ERROR: bad line\\n" if /bad/ }\n')
+            out = io.StringIO()
+            with mock.patch.dict(os.environ, {'BUILD': str(kit / 'build')}), \
+                    mock.patch.object(review, 'all_labs', lambda: labs.all_labs(kit)), \
+                    mock.patch.object(review, 'KIT', kit), redirect_stdout(out):
+                rc = review.checkpatch()
+            self.assertEqual(rc, 1)
+            self.assertEqual(out.getvalue().splitlines()[1:4],
+                             ['ok 1 checkpatch labs/01-a/patches/0001-good.patch',
+                              'not ok 2 checkpatch labs/01-a/mutations/bad.patch', '# ERROR: bad line'])
+
+
+class Bench(unittest.TestCase):
+    def test_teed_keeps_what_children_print(self):
+        with tempfile.TemporaryDirectory() as d:
+            log = Path(d) / 'bench.txt'
+            with open(Path(d) / 'terminal', 'w') as term:
+                saved = os.dup(1)
+                os.dup2(term.fileno(), 1)
+                try:
+                    with bench.teed(log):
+                        print('from python', flush=True)
+                        subprocess.run(['sh', '-c', 'echo from a child; echo to stderr >&2'])
+                finally:
+                    os.dup2(saved, 1)
+                    os.close(saved)
+            want = ['from python', 'from a child', 'to stderr']
+            self.assertEqual(log.read_text().splitlines(), want)
+            self.assertEqual((Path(d) / 'terminal').read_text().splitlines(), want)
+
+    def test_a_missed_goal_says_so(self):
+        g = bench.Goals.__new__(bench.Goals)
+        g.rows = []
+        with redirect_stderr(io.StringIO()):
+            g.goal('lab switch', 16, 15, 'to the VM')
+            g.goal('first make lab', 200, 240, 'cold')
+        self.assertEqual([r.split()[-4:] for r in g.rows],
+                         [['MISSED', 'to', 'the', 'VM'], ['<=', '240', 'met', 'cold']])
+
+    def test_an_unknown_part_is_refused(self):
+        with self.assertRaisesRegex(labs.LabError, 'ONLY must be harness, micro, reports, room or goals'):
+            bench.run('nope')
+
+
+class SeedTree(unittest.TestCase):
+    """seed.seed_src(): a file the new tree changes, but which it shares
+    with a third tree as a hard link, must change only in the new tree."""
+
+    def test_changed_file_is_unlinked_first(self):
+        with tempfile.TemporaryDirectory() as d:
+            git = lambda tree, *a: subprocess.run(
+                ['git', '-C', tree, '-c', 'user.name=t', '-c', 'user.email=t@t', *a],
+                check=True, capture_output=True)
+            base, seed, new = (os.path.join(d, n) for n in ('base', 'seed', 'new'))
+            write(os.path.join(base, 'f.h'), 'old\n')
+            write(os.path.join(base, 'g.c'), 'same\n')
+            git(base, 'init', '-q', '-b', 'pristine')
+            git(base, 'add', '-A')
+            git(base, 'commit', '-q', '-m', 'base')
+            git(base, 'worktree', 'add', '-q', '--detach', seed, 'pristine')
+            write(os.path.join(seed, 'f.h'), 'patched\n')
+            git(seed, 'commit', '-q', '-am', 'patch')
+            git(base, 'worktree', 'add', '-q', '--detach', new, 'pristine')
+            # The new tree's f.h is the base tree's file, as kit/trees.py makes it.
+            os.replace(os.path.join(new, 'f.h'), os.path.join(new, 'f.h.x'))
+            os.link(os.path.join(base, 'f.h'), os.path.join(new, 'f.h'))
+            os.remove(os.path.join(new, 'f.h.x'))
+            os.utime(os.path.join(base, 'f.h'), (1000000000, 1000000000))
+            with redirect_stdout(io.StringIO()):
+                kit_seed.seed_src(seed, new)
+            self.assertEqual(os.stat(os.path.join(base, 'f.h')).st_mtime, 1000000000)
+            self.assertNotEqual(os.stat(os.path.join(new, 'f.h')).st_ino,
+                                os.stat(os.path.join(base, 'f.h')).st_ino)
+            self.assertGreater(os.stat(os.path.join(new, 'f.h')).st_mtime, 1000000000)
+            self.assertEqual(read(os.path.join(new, 'f.h')), 'old\n')
+            self.assertEqual(os.stat(os.path.join(new, 'g.c')).st_ino,
+                             os.stat(os.path.join(seed, 'g.c')).st_ino)
 
 
 class RealLabs(unittest.TestCase):

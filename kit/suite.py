@@ -183,7 +183,7 @@ class LabSuite:
 
     def tree_check(self):
         # Trees share the files they have in common as hard links, with each
-        # other (seed-tree.py) and with the pristine checkout (kit/trees.py):
+        # other (kit/seed.py) and with the pristine checkout (kit/trees.py):
         # an overlay written into one instead of replacing it would show up
         # here, as a change in the lab's own tree or in build/linux.
         def changes(tree):

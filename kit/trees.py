@@ -14,18 +14,16 @@ A tree is made again only when its series changed (its stamp), and a lab's
 own tree never while it holds edits of its own: those are listed and
 nothing is touched.
 """
-import fcntl
 import hashlib
 import os
 import shutil
 import subprocess
 import sys
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from .labs import KIT, Lab, LabError, build_dir, labs_upto
+from .labs import KIT, Lab, LabError, build_dir, held, labs_upto, note
 from .stamps import Stamp
 
 PACKAGE = 'linux-source-6.1'
@@ -35,10 +33,6 @@ GIT_ID = ['-c', 'user.name=pidfs workshop kit', '-c', 'user.email=kit@localhost.
           '-c', 'gc.auto=0']
 
 
-def note(tag, text):
-    print(f'  {tag:<8} {text}', flush=True)
-
-
 def git(tree, *args, capture=False, check=True):
     p = subprocess.run(['git', '-C', str(tree), *args], check=False, text=True,
                        stdout=subprocess.PIPE if capture else None,
@@ -46,20 +40,6 @@ def git(tree, *args, capture=False, check=True):
     if check and p.returncode != 0:
         raise LabError(f'git {" ".join(args)} failed in {tree}' + (f': {p.stdout.strip()}' if capture else ''))
     return p.stdout if capture else p.returncode
-
-
-@contextmanager
-def held(path, waiting):
-    """The lock file at path, waiting (and saying so) while another run
-    holds it: two runs preparing trees at once would write the same files."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, 'w') as f:
-        try:
-            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            note('WAIT', waiting)
-            fcntl.flock(f, fcntl.LOCK_EX)
-        yield
 
 
 def installed_version():
@@ -187,7 +167,7 @@ class Tree:
     def lay_over(self):
         """Copy only what differs (make rebuilds by mtime), replacing the
         file rather than writing into it: it may be a hard link shared with
-        other trees (vm/kernel/seed-tree.py)."""
+        other trees (kit/seed.py)."""
         top = self.overlay / 'kernel' if self.overlay else None
         if not top or not top.is_dir():
             return
@@ -259,7 +239,7 @@ class Tree:
             git(pristine.path, 'worktree', 'add', '-q', '--detach', str(src), 'pristine')
             return
         # A new tree holds the pristine checkout's files as hard links:
-        # 1.4 GB not written again (seed-tree.py says why a link is safe
+        # 1.4 GB not written again (kit/seed.py says why a link is safe
         # here), in a third of a checkout's time. The pristine checkout's
         # index describes those very files (same inodes, times and sizes),
         # so it serves the new tree too, where building an index from

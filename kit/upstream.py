@@ -117,9 +117,14 @@ def table(columns, version):
     return '\n'.join(lines) + '\n', good
 
 
+# What ref-checkpolicy.sh dropped, one capability a line, in its folder.
+DROPPED = 'policycaps-dropped'
+
+
 def checkpolicy_wrapper(ref):
     """A folder whose checkpolicy is vm/compare/ref-checkpolicy.sh: lab
-    04's policy rig compiles 6.12's policy with it first on PATH."""
+    04's policy rig compiles 6.12's policy with it first on PATH. The
+    script writes what it drops to DROPPED beside it."""
     (ref / 'bin').mkdir(parents=True, exist_ok=True)
     wrapper = ref / 'bin' / 'checkpolicy'
     if not wrapper.exists():

@@ -34,10 +34,6 @@ SCRIPTS = KIT / 'vm'
 RUN_SECONDS = KIT / 'vm' / 'config' / 'run-seconds'
 
 
-def note(tag, text):
-    print(f'  {tag:<8} {text}', flush=True)
-
-
 def run_limit(lab):
     """(measured, limit): a test run's time limit is four times the lab's
     reference solution run (vm/config/run-seconds), at least 120 s: a

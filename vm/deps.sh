@@ -29,7 +29,7 @@ packages=(
 	qemu-system-x86 busybox-static
 	# lab 04: the SELinux policy compiler
 	checkpolicy
-	# instructors, CI; sparse: vm/check/sparse.sh checks the series as maintainers do
+	# instructors, CI; sparse: make sparse (kit/review.py) checks the series as maintainers do
 	gdb shellcheck sparse
 	# the book
 	"${docs[@]}"

@@ -4,18 +4,14 @@
 What make test believes comes from a few parsers: the TAP counts
 (tap-summary.py), the exercise rendering (exercises.py), the transcript
 masking (transcripts.py), the build progress filter (kbuild-progress.awk),
-the run record make gdb reads (lib.sh) and the kernel report parser
-(kreport.py) on real console logs, with the vCPUs' registers and stacks
+and the kernel report parser (kreport.py) on real console logs, with the vCPUs' registers and stacks
 console.py takes from QEMU's monitor at a time limit (from a stand-in
 QEMU, decoded on a small ELF built here). A bug there turns a failing
 lab into a green run, so each gets cases whose answer is known, including
-the ones that must come out as failures; kbuild.sh's shortcut that
-skips Kbuild when nothing changed, and the `cmd` it gives 6.1's Kbuild
-(lib.sh's kbuild_args); the hard links the trees share (seed-tree.py;
-kit/selftest.py follows Debian's 6.1.y versions on a made-up tarball);
-and ccache's settings (lib.sh),
-which must never hand back an object made from old data. Seconds, on
-the host only.
+the ones that must come out as failures (kit/selftest.py checks the
+package: Debian's 6.1.y versions on a made-up tarball, the hard links the
+trees share, Kbuild's shortcuts and ccache's settings). Seconds, on the
+host only.
 """
 import contextlib
 import importlib.util
@@ -522,7 +518,7 @@ class TimeLimit(unittest.TestCase):
         self.assertEqual(first[1], '  during tests/t')
         self.assertIn(f'          pidfs_alloc_file+0x{loop - start:x}/', text)
         self.assertIn(f'({shown}:7), 1 of 3', text)
-        self.assertIn(f'    CPU1: __sysvec_apic_timer_interrupt+0x4/', text)
+        self.assertIn('    CPU1: __sysvec_apic_timer_interrupt+0x4/', text)
         self.assertRegex(text, r'CPU0: idle, default_idle\+0x4/0x\w+ \(\S+:3\), 3 of 3')
         # Undecoded (no vmlinux), the title says where in numbers.
         plain = kreport.find(block)[0]
@@ -639,13 +635,6 @@ class Markers(unittest.TestCase):
                         hits = [line for line in code if f'"{value} ' in line or f"'{value} " in line
                                 or f'"{value}"' in line or f"'^{value}" in line]
                         self.assertEqual(hits, [], f'{path} spells the marker {value}')
-
-    def test_shell_reads_the_same(self):
-        # lib.sh's marker (sed, for the boot path) and tap.py agree.
-        for name, value in tap.tap.read_markers().items():
-            got = subprocess.run(['bash', '-c', f'. {VM}/lib.sh; marker {name}'],
-                                 capture_output=True, text=True).stdout.strip()
-            self.assertEqual(got, value, name)
 
     def test_number(self):
         out = tap.tap.number(['ok a\n', '# why\n', 'not ok b\n']).text()
@@ -901,252 +890,6 @@ class BuildProgress(unittest.TestCase):
         self.assertTrue(out[4].startswith('../../src/fs/pidfs.cx'), out[4])
         self.assertTrue(out[5].startswith('../../../src/fs/pidfs.c'), out[5])
         self.assertTrue(out[6].startswith('../../src/include/linux/pid.h'), out[6])
-
-
-@unittest.skipUnless(shutil.which('ccache') and shutil.which('gcc'), 'no ccache or gcc')
-class Ccache(unittest.TestCase):
-    """Kbuild's compiler (vm/kernel/ccache-cc.sh, with lib.sh's ccache_env),
-    asked for depend mode as ccache.conf might: whatever an object is made
-    from must reach it. Data pulled in with .incbin, as piggy.S pulls the
-    compressed vmlinux into bzImage, changes while the source text does
-    not; so does a header a C file includes."""
-
-    def compile(self, d, src):
-        subprocess.run(['bash', '-c', f'. {VM}/lib.sh; ccache_env; '
-                        f'{VM}/kernel/ccache-cc.sh -Wp,-MMD,t.d -c {src} -o t.o'],
-                       cwd=d, check=True, env=dict(os.environ, CCACHE_DIR=os.path.join(d, 'cache'),
-                                                   CCACHE_DEPEND='1'))
-        return subprocess.run(['objcopy', '-O', 'binary', '-j', '.rodata', 't.o', '/dev/stdout'],
-                              cwd=d, check=True, capture_output=True).stdout
-
-    def changed_data_is_compiled_again(self, src, text):
-        with tempfile.TemporaryDirectory() as d:
-            write(os.path.join(d, src), text)
-            write(os.path.join(d, 'data.bin'), 'old!')
-            self.assertEqual(self.compile(d, src), b'old!')
-            write(os.path.join(d, 'data.bin'), 'new!')
-            self.assertEqual(self.compile(d, src), b'new!')
-
-    def test_assembler_incbin(self):
-        self.changed_data_is_compiled_again('t.S', '.section .rodata\n.incbin "data.bin"\n')
-
-    def test_c_incbin(self):
-        self.changed_data_is_compiled_again(
-            't.c', 'asm(".section .rodata\\n.incbin \\"data.bin\\"\\n.previous");\n')
-
-    def test_c_header(self):
-        with tempfile.TemporaryDirectory() as d:
-            write(os.path.join(d, 't.c'), '#include "t.h"\nconst char s[4] = TEXT;\n')
-            write(os.path.join(d, 't.h'), '#define TEXT "old!"\n')
-            self.assertEqual(self.compile(d, 't.c'), b'old!')
-            write(os.path.join(d, 't.h'), '#define TEXT "new!"\n')
-            self.assertEqual(self.compile(d, 't.c'), b'new!')
-            # Depend mode after all: no preprocessor run on the misses.
-            stats = subprocess.run(['ccache', '--print-stats'], capture_output=True, text=True,
-                                   env=dict(os.environ, CCACHE_DIR=os.path.join(d, 'cache'))).stdout
-            self.assertIn('\npreprocessed_cache_miss\t0\n', stats)
-            self.assertIn('\ncache_miss\t2\n', stats)
-
-    def test_paths_as_in_preprocessor_mode(self):
-        """Debug info names the source relative to the build dir, as
-        ccache's preprocessor mode has it: the object may go to any tree."""
-        with tempfile.TemporaryDirectory() as d:
-            write(os.path.join(d, 'src', 't.c'), 'int f(void) { return 1; }\n')
-            out = os.path.join(d, 'out')
-            os.makedirs(out)
-            subprocess.run(['bash', '-c', f'. {VM}/lib.sh; ccache_env; CCACHE_BASEDIR={d}; '
-                            f'{VM}/kernel/ccache-cc.sh -g -Wp,-MMD,t.d -I{d}/src -c {d}/src/t.c -o t.o'],
-                           cwd=out, check=True, env=dict(os.environ, CCACHE_DIR=os.path.join(d, 'cache')))
-            info = subprocess.run(['readelf', '--debug-dump=info', 't.o'], cwd=out, check=True,
-                                  capture_output=True, text=True).stdout
-            self.assertRegex(info, r'DW_AT_name +:.*: \.\./src/t\.c\n')
-
-
-class KbuildUpToDate(unittest.TestCase):
-    """kbuild.sh on a made-up kernel tree, with a make and a
-    merge_config.sh that only write down that they ran: the shortcut that
-    skips Kbuild must not skip a build with other flags, a changed Kconfig
-    or a changed file, and must skip one with nothing new."""
-
-    def setUp(self):
-        self.dir = tempfile.TemporaryDirectory()
-        d = self.dir.name
-        self.src, self.out = os.path.join(d, 'src'), os.path.join(d, 'build', 'out')
-        self.log = os.path.join(d, 'calls.log')
-        write(os.path.join(self.src, 'Kconfig'), 'config A\n')
-        write(os.path.join(self.src, 'a.c'), 'int a;\n')
-        write(os.path.join(self.src, 'scripts', 'kconfig', 'merge_config.sh'),
-              '#!/bin/sh\necho merge_config >>"$CALLS"\ncat "$4" >"$3/.config"\n')
-        write(os.path.join(d, 'bin', 'make'), """#!/bin/sh
-for a; do case $a in O=*) out=${a#O=} ;; esac; done
-echo "make KCFLAGS=${KCFLAGS-} $*" >>"$CALLS"
-mkdir -p "$out/arch/x86/boot" "$out/usr/include"
-touch "$out/vmlinux" "$out/arch/x86/boot/bzImage" "$out/vmlinux-gdb.py"
-""")
-        for f in ('bin/make', 'src/scripts/kconfig/merge_config.sh'):
-            os.chmod(os.path.join(d, f), 0o755)
-        self.frag = os.path.join(d, 'lab.config')
-        write(self.frag, 'CONFIG_A=y\n')
-        self.git('init', '-q')
-        self.git('add', '-A')
-
-    def tearDown(self):
-        self.dir.cleanup()
-
-    def git(self, *args):
-        subprocess.run(['git', '-C', self.src, *args], check=True, capture_output=True)
-
-    def build(self, **env):
-        """kbuild.sh once: the calls it made, and what it printed."""
-        if os.path.exists(self.log):
-            os.remove(self.log)
-        # Only the flags a case asks for, none from the shell that runs
-        # make selftest.
-        flags = ('KCFLAGS', 'KCPPFLAGS', 'KAFLAGS')
-        env = dict({k: v for k, v in os.environ.items() if k not in flags},
-                   BUILD=os.path.join(self.dir.name, 'build'), CALLS=self.log,
-                   PATH=os.path.join(self.dir.name, 'bin') + ':' + os.environ['PATH'],
-                   CCACHE_DIR=os.path.join(self.dir.name, 'cache'), **env)
-        run = subprocess.run([os.path.join(VM, 'kernel', 'kbuild.sh'), self.src, self.out, self.frag],
-                             capture_output=True, text=True, env=env)
-        self.assertEqual(run.returncode, 0, run.stderr)
-        calls = read(self.log).splitlines() if os.path.exists(self.log) else []
-        return calls, run.stdout
-
-    def test_nothing_new_builds_nothing(self):
-        calls, _ = self.build()
-        self.assertEqual(calls[0], 'merge_config')
-        self.assertRegex(calls[1], r'^make KCFLAGS= .* bzImage scripts_gdb headers$')
-        calls, out = self.build()
-        self.assertEqual(calls, [])
-        self.assertIn('is up to date', out)
-
-    def test_other_flags_build_again(self):
-        self.build()
-        calls, out = self.build(KCFLAGS='-O1')
-        self.assertIn('last build: no flags; now: KCFLAGS=-O1 ', out)
-        self.assertEqual(len(calls), 1)
-        self.assertTrue(calls[0].startswith('make KCFLAGS=-O1 '), calls)
-        self.assertEqual(self.build(KCFLAGS='-O1')[0], [])
-        calls, _ = self.build()                 # back to the kit's own flags
-        self.assertEqual(len(calls), 1)
-        self.assertTrue(calls[0].startswith('make KCFLAGS= '), calls)
-
-    def test_changed_kconfig_configures_again(self):
-        self.build()
-        write(os.path.join(self.src, 'Kconfig'), 'config A\nconfig B\n')
-        self.git('add', 'Kconfig')
-        calls, _ = self.build()
-        self.assertEqual(calls[0], 'merge_config')
-        self.assertEqual(len(calls), 2)
-
-    def test_changed_c_file_builds_bzimage_only(self):
-        self.build()
-        write(os.path.join(self.src, 'a.c'), 'int a = 1;\n')
-        calls, _ = self.build()
-        self.assertEqual(len(calls), 1)
-        self.assertTrue(calls[0].endswith(' bzImage'), calls)
-
-    def test_6_1_kbuild_gets_later_kbuilds_cmd(self):
-        write(os.path.join(self.src, 'scripts', 'Kbuild.include'), KBUILD_6_1_CMD)
-        self.git('add', '-A')
-        calls, _ = self.build()
-        self.assertIn(' cmd=@$(if $(cmd_$(1)),set -e; ', calls[1])
-        # Any other definition (6.12's here) is the tree's own business.
-        write(os.path.join(self.src, 'scripts', 'Kbuild.include'), KBUILD_6_12_CMD)
-        calls, _ = self.build()
-        self.assertEqual(len(calls), 1)
-        self.assertNotIn(' cmd=', calls[0])
-
-
-# scripts/Kbuild.include's `cmd`, as Debian's 6.1 and 6.12 define it.
-KBUILD_6_1_CMD = ('cmd = @set -e; $(echo-cmd) $($(quiet)redirect) '
-                  '$(delete-on-interrupt) $(cmd_$(1))\n')
-KBUILD_6_12_CMD = ('cmd = @$(if $(cmd_$(1)),set -e; $($(quiet)log_print) '
-                   '$(delete-on-interrupt) $(cmd_$(1)),:)\n')
-
-
-class KbuildCmd(unittest.TestCase):
-    """lib.sh's kbuild_args: the `cmd` it gives 6.1's Kbuild on make's
-    command line must leave every non-empty command exactly as 6.1 writes
-    it (its .cmd files compare those) and make an empty one `@:`, which
-    make runs without a shell."""
-
-    def expand(self, *args):
-        """What $(call cmd,x) is in make, for an empty and a real cmd_x."""
-        with tempfile.TemporaryDirectory() as d:
-            write(os.path.join(d, 'scripts', 'Kbuild.include'), KBUILD_6_1_CMD)
-            write(os.path.join(d, 'Makefile'), """include scripts/Kbuild.include
-echo-cmd = echo '  $(quiet_cmd_$(1))';
-quiet = quiet_
-delete-on-interrupt = trap 'rm -f $@' INT;
-quiet_cmd_cc = CC      $@
-cmd_cc = gcc -c -o $@ x.c
-cmd_none =
-$(info none:$(call cmd,none))
-$(info cc:$(call cmd,cc))
-all: ;
-""")
-            run = subprocess.run(['make', '-s', '-C', d, *args], capture_output=True, text=True)
-            self.assertEqual(run.returncode, 0, run.stderr)
-            return dict(line.split(':', 1) for line in run.stdout.splitlines())
-
-    def args(self, include):
-        with tempfile.TemporaryDirectory() as d:
-            write(os.path.join(d, 'scripts', 'Kbuild.include'), include)
-            run = subprocess.run(['bash', '-c', '. "$1/lib.sh" && kbuild_args "$2" && '
-                                  'printf "%s\\n" "${KBUILD_ARGS[@]}"', '-', VM, d],
-                                 capture_output=True, text=True, check=True)
-            return run.stdout.splitlines()
-
-    def test_only_an_empty_command_changes(self):
-        args = self.args(KBUILD_6_1_CMD)
-        self.assertEqual(len(args), 2, args)
-        before, after = self.expand(), self.expand(args[1])
-        self.assertTrue(before['none'].startswith('@set -e;'), before)
-        self.assertEqual(after['none'], '@:')
-        self.assertEqual(after['cc'], before['cc'])
-        self.assertIn('gcc -c -o', after['cc'])
-
-    def test_other_kbuild_keeps_its_cmd(self):
-        self.assertEqual(self.args(KBUILD_6_12_CMD), ['NM=gcc-nm'])
-        self.assertEqual(self.args('cmd = something else\n'), ['NM=gcc-nm'])
-
-
-class SeedTree(unittest.TestCase):
-    """seed-tree.py src: a file the new tree changes, but which it shares
-    with a third tree as a hard link, must change only in the new tree."""
-
-    def test_changed_file_is_unlinked_first(self):
-        seed_tree = load('kernel/seed-tree')
-        with tempfile.TemporaryDirectory() as d:
-            git = lambda tree, *a: subprocess.run(
-                ['git', '-C', tree, '-c', 'user.name=t', '-c', 'user.email=t@t', *a],
-                check=True, capture_output=True)
-            base, seed, new = (os.path.join(d, n) for n in ('base', 'seed', 'new'))
-            write(os.path.join(base, 'f.h'), 'old\n')
-            write(os.path.join(base, 'g.c'), 'same\n')
-            git(base, 'init', '-q', '-b', 'pristine')
-            git(base, 'add', '-A')
-            git(base, 'commit', '-q', '-m', 'base')
-            git(base, 'worktree', 'add', '-q', '--detach', seed, 'pristine')
-            write(os.path.join(seed, 'f.h'), 'patched\n')
-            git(seed, 'commit', '-q', '-am', 'patch')
-            git(base, 'worktree', 'add', '-q', '--detach', new, 'pristine')
-            # The new tree's f.h is the base tree's file, as kit/trees.py makes it.
-            os.replace(os.path.join(new, 'f.h'), os.path.join(new, 'f.h.x'))
-            os.link(os.path.join(base, 'f.h'), os.path.join(new, 'f.h'))
-            os.remove(os.path.join(new, 'f.h.x'))
-            os.utime(os.path.join(base, 'f.h'), (1000000000, 1000000000))
-            with contextlib.redirect_stdout(io.StringIO()):
-                seed_tree.seed_src(seed, new)
-            self.assertEqual(os.stat(os.path.join(base, 'f.h')).st_mtime, 1000000000)
-            self.assertNotEqual(os.stat(os.path.join(new, 'f.h')).st_ino,
-                                os.stat(os.path.join(base, 'f.h')).st_ino)
-            self.assertGreater(os.stat(os.path.join(new, 'f.h')).st_mtime, 1000000000)
-            self.assertEqual(read(os.path.join(new, 'f.h')), 'old\n')
-            self.assertEqual(os.stat(os.path.join(new, 'g.c')).st_ino,
-                             os.stat(os.path.join(seed, 'g.c')).st_ino)
 
 
 if __name__ == '__main__':

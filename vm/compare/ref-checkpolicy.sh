@@ -8,8 +8,9 @@
 # make reference (kit/reference.py) puts this script first on PATH, as `checkpolicy`, while it
 # builds the 6.12 initramfs: a compile that fails on an unknown capability
 # is retried without that `policycap` line, and the name is appended to
-# $REF_DROPPED (one a line) for the parity table. None of them is about
-# pidfds. Anything else goes to the real checkpolicy unchanged.
+# policycaps-dropped (one a line) in the folder of the name it was run by,
+# for the parity table. None of them is about pidfds. Anything else goes
+# to the real checkpolicy unchanged.
 set -euo pipefail
 real=/usr/bin/checkpolicy
 conf=${*: -1}
@@ -34,7 +35,7 @@ for _ in 1 2 3 4 5 6 7 8; do
 	fi
 	sed -i "/^policycap $cap;/d" "$tmp"
 	echo "ref-checkpolicy: dropped 'policycap $cap;' (unknown to checkpolicy $("$real" -V | cut -d' ' -f1))" >&2
-	[ -z "${REF_DROPPED:-}" ] || echo "$cap" >>"$REF_DROPPED"
+	echo "$cap" >>"$(dirname "$0")/policycaps-dropped"
 done
 printf '%s\n' "$out"
 exit 1

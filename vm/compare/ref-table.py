@@ -8,7 +8,7 @@ port) and Debian's 6.12 (upstream pidfs), behaviour by behaviour.
 The parity logs are VM consoles holding LAB_PARITY "key=value" lines
 (vm/guest/pidfd_parity.c); the test logs are `run-tests` consoles (TAP
 framed by LAB-TEST-BEGIN/END, counted by vm/check/tap-summary.py); KCONFIG_IGNORED
-lists the config symbols 6.12 does not have (vm/kernel/kbuild.sh);
+lists the config symbols 6.12 does not have (kit/kbuild.py);
 POLICYCAPS_DROPPED the SELinux policy capabilities left out of 6.12's
 policy because Debian's checkpolicy does not know them
 (vm/compare/ref-checkpolicy.sh).

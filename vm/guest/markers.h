@@ -4,9 +4,9 @@
  *
  * Guest C programs include this file. The initramfs carries a shell copy
  * of it (/lab/markers, made by kit/images.py) for init and
- * run-tests, and the host reads it here: vm/check/tap.py for the Python
- * checks, lib.sh's `marker` for the shell ones. A marker always starts a
- * console line and is followed by one space and its fields.
+ * run-tests, and the host reads it here, through vm/check/tap.py. A
+ * marker always starts a console line and is followed by one space and
+ * its fields.
  */
 #ifndef LAB_MARKERS_H
 #define LAB_MARKERS_H

@@ -1,19 +1,19 @@
-#!/usr/bin/env python3
 """Start a kernel tree from another one, so that its first build is
 incremental: Kbuild decides by file times and command lines, and a fresh
 worktree has neither right.
 
-  seed-tree.py src SEED_SRC NEW_SRC
+  seed_src(SEED_SRC, NEW_SRC)
       Files of NEW_SRC that are the same as in SEED_SRC become hard links
       to SEED_SRC's (its time, and no second copy on disk: nine trees of
       1.5 GB each were most of make test's 22 GB); what differs gets the
       time of now. Those files, and what includes them, are what the
       first build compiles.
-  seed-tree.py out SEED_OUT NEW_OUT SEED_SRC NEW_SRC
+  seed_out(SEED_OUT, NEW_OUT, SEED_SRC, NEW_SRC)
       NEW_OUT (missing) becomes a copy of SEED_OUT, times kept, with the
       source tree named in Kbuild's command and dependency files changed
-      from SEED_SRC to NEW_SRC. Only text files are rewritten: objects keep
-      the seed's paths in their debug info, as ccache's objects do anyway.
+      from SEED_SRC to NEW_SRC (rewrite_paths(), which a room's bundle
+      uses too). Only text files are rewritten: objects keep the seed's
+      paths in their debug info, as ccache's objects do anyway.
 
 "The same" comes from git: both trees are worktrees of build/linux, so
 the files that differ are those between the two commits plus whatever is
@@ -27,9 +27,9 @@ the file too (kit/trees.py), and make test checks afterwards that every
 lab's tree still holds exactly its series.
 """
 import os
+import re
 import shutil
 import subprocess
-import sys
 
 
 def git(tree, *args):
@@ -92,55 +92,57 @@ def seed_src(seed, new):
           f'{len(differ)} newer')
 
 
+def rewrite_paths(top, moves):
+    """Under the folder top, every text file and symlink that names a path
+    a of moves, (a, b) pairs, names b instead. In one pass, longest a
+    first: a b that holds an a (a clone inside the checkout it came from)
+    is not rewritten again. File times are kept: Kbuild reads command and
+    dependency files, it does not date them. The number of files
+    rewritten."""
+    table = {os.fsencode(a): os.fsencode(b) for a, b in moves if a != b}
+    if not table:
+        return 0
+    pattern = re.compile(b'|'.join(re.escape(a) for a in sorted(table, key=len, reverse=True)))
+
+    def moved(data):
+        return pattern.sub(lambda m: table[m.group(0)], data)
+    # grep -I: text files only; -l: their names.
+    hits = subprocess.run(['grep', '-rlIZF', *sum((['-e', os.fsdecode(a)] for a in table), []),
+                           '--', str(top)], capture_output=True).stdout
+    for path in names(hits):
+        st = os.stat(path)
+        with open(path, 'rb') as f:
+            data = moved(f.read())
+        with open(path, 'wb') as f:
+            f.write(data)
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    # Symlinks into the trees ("source", vmlinux-gdb.py...).
+    for d, dirs, files in os.walk(top):
+        for n in dirs + files:
+            link = os.path.join(d, n)
+            if os.path.islink(link):
+                target = os.fsencode(os.readlink(link))
+                if moved(target) != target:
+                    os.remove(link)
+                    os.symlink(moved(target), link)
+    return len(names(hits))
+
+
 def seed_out(seed_out, new_out, seed, new):
     if os.path.exists(new_out):
-        sys.exit(f'seed-tree.py: {new_out} exists; a seed only starts an out dir')
+        raise FileExistsError(f'{new_out} exists; a seed only starts an out dir')
     tmp = new_out + '.seeding'
     shutil.rmtree(tmp, ignore_errors=True)
     os.makedirs(os.path.dirname(new_out), exist_ok=True)
     subprocess.run(['cp', '-a', '--reflink=auto', seed_out, tmp], check=True)
     # Both trees' paths, as the command and dependency files spell them.
-    moves = [(os.path.abspath(a).encode(), os.path.abspath(b).encode())
-             for a, b in ((seed_out, new_out), (seed, new)) if a != b]
-    # grep -I: text files only; -l: their names.
-    hits = subprocess.run(['grep', '-rlIZF', *sum((['-e', a.decode()] for a, _ in moves), []),
-                           '--', tmp], capture_output=True).stdout
-    for path in names(hits):
-        with open(path, 'rb') as f:
-            data = f.read()
-        st = os.stat(path)
-        for a, b in moves:
-            data = data.replace(a, b)
-        with open(path, 'wb') as f:
-            f.write(data)
-        # Kbuild reads these; it does not date them.
-        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
-    # Symlinks into the seed's trees ("source", vmlinux-gdb.py...).
-    for top, dirs, files in os.walk(tmp):
-        for n in dirs + files:
-            link = os.path.join(top, n)
-            if not os.path.islink(link):
-                continue
-            target = os.readlink(link).encode()
-            for a, b in moves:
-                if target == a or target.startswith(a + b'/'):
-                    os.remove(link)
-                    os.symlink(b + target[len(a):], link)
-                    break
-    # Run records and locks belong to the seed's builds.
-    # The seed's lock, and its "nothing changed since" stamp (kbuild.sh).
+    moves = [(os.path.abspath(a), os.path.abspath(b)) for a, b in ((seed_out, new_out), (seed, new)) if a != b]
+    changed = rewrite_paths(tmp, moves)
+    # The seed's lock, and its "nothing changed since" stamp (kit/kbuild.py).
     for stale in ('.make-kernel.lock', 'build.stamp'):
         if os.path.exists(os.path.join(tmp, stale)):
             os.remove(os.path.join(tmp, stale))
     os.rename(tmp, new_out)
     print(f'  SEED     {os.path.relpath(new_out)} from {os.path.relpath(seed_out)} '
-          f'({len(names(hits))} files point to the new tree)')
+          f'({changed} files point to the new tree)')
 
-
-if __name__ == '__main__':
-    if len(sys.argv) == 4 and sys.argv[1] == 'src':
-        seed_src(sys.argv[2], sys.argv[3])
-    elif len(sys.argv) == 6 and sys.argv[1] == 'out':
-        seed_out(*sys.argv[2:])
-    else:
-        sys.exit(__doc__)
