@@ -45,7 +45,7 @@ from .trees import Tree, git
 
 FORMAT = 1
 USED = 'bundle.json'        # in build/: the manifest of the bundle unpacked there
-# An edit of one exercise file recompiles it and what links it (9 objects
+# An edit of one exercise file recompiles it and what links it (8 objects
 # for lab 04's pidfs.c): more means Kbuild saw other command lines.
 MAX_EDIT_OBJECTS = 50
 
@@ -338,7 +338,6 @@ def container_overhead(clone, env, goal, rows):
                  f'FAILED (host {hrc}, image {irc}): see room-check-*.log')
     return goal('in-container make check LAB=01, s over host', image - host, 60, note_text,
                 failed=bool(hrc or irc))
-
 
 
 def edit_and_boot(clone, lab, env, outdir, goal):

@@ -31,7 +31,6 @@ from .kernels import fragments, which_kernel
 from .labs import KIT, LabError, all_labs, build_dir, note
 from .qemu import Qemu
 from .results import tap
-
 from .vm import Boot
 
 TABLES = KIT / 'docs' / 'transcripts' / 'reference'

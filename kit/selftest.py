@@ -1234,6 +1234,67 @@ class Bench(unittest.TestCase):
         self.assertEqual([r.split()[-4:] for r in g.rows],
                          [['MISSED', 'to', 'the', 'VM'], ['<=', '240', 'met', 'cold']])
 
+    def test_goals_run_every_step_on_the_clones(self):
+        """The goals part (two hours for real) on a made-up kit, with every
+        command stood in for: each step runs in the right clone with an
+        empty ccache of its own, and each figure gets its row."""
+        with tempfile.TemporaryDirectory() as d:
+            kit, out = Path(d) / 'kit', Path(d) / 'out'
+            for name in ('01-a', '02-b'):
+                write(kit / 'labs' / name / 'solution' / 'p.c', 'int main(void) { return 0; }\n')
+            write(kit / 'labs/02-b/exercises/kernel/fs/z.c', 'int z;\n')
+            write(kit / 'labs/02-b/exercises/kernel/fs/y.c', 'int y;\n')
+            out.mkdir()
+            calls = []
+
+            def run(cmd, cwd=None, env=None, stdout=None, **kw):
+                cmd = [str(c) for c in cmd]
+                calls.append((cmd, str(cwd), (env or {}).get('CCACHE_DIR')))
+                said = ''
+                if cmd[:2] == ['git', 'clone']:
+                    shutil.copytree(kit, cmd[-1])
+                elif cmd[-2:] == ['rev-parse', '--short'] or cmd[-1] == 'HEAD':
+                    said = 'abc123\n'
+                elif 'check' in cmd:
+                    said = '  KERNEL   labs/02-b/trees/work/out/default is up to date (no file changed)\n'
+                elif cmd[:2] == ['bash', '.ci/run']:
+                    said = '=== ci: make test\n=== ci: took 1500 s: make test\n'
+                elif cmd[0] == 'du':
+                    said = f'4321\t{cmd[-1]}\n'
+                if hasattr(stdout, 'write'):
+                    stdout.write(said)
+                return subprocess.CompletedProcess(cmd, 0, stdout=said, stderr='')
+            b = bench.Bench.__new__(bench.Bench)
+            b.outdir, b.accel = out, 'tcg'
+            b.first, b.second, b.last = (labs.Lab(n, kit) for n in ('01-a', '02-b', '02-b'))
+            printed = io.StringIO()
+            clock = iter(range(0, 10**6, 10))     # every step takes 10 s
+            with mock.patch.object(bench, 'KIT', kit), mock.patch.object(bench.subprocess, 'run', run), \
+                    mock.patch.object(bench.os, 'cpu_count', lambda: 2), \
+                    mock.patch.object(bench.time, 'monotonic', lambda: next(clock)), \
+                    redirect_stdout(printed), redirect_stderr(io.StringIO()):
+                bench.Goals(b).run()
+            clone, ci = out / 'clone', out / 'ci-clone'
+            in_clone = [c for c in calls if c[1] == str(clone)]
+            self.assertTrue(in_clone and all(c[2] == str(out / 'ccache') for c in in_clone))
+            ci_run = [c for c in calls if c[0][:2] == ['bash', '.ci/run']]
+            self.assertEqual([(c[1], c[2]) for c in ci_run], [(str(ci), str(out / 'ccache-ci'))])
+            self.assertIn(['make', '-C', str(clone / 'build/labs/01-a/src'), f'O={clone}/build/labs/01-a/out/default',
+                           '-s', f'CC={kbuild.compiler(clone)}', *kbuild.make_args(clone / 'build/labs/01-a/src'),
+                           '-j1', 'fs/'], [c[0] for c in calls])
+            text = printed.getvalue()
+            for row in ('first make lab 01', 'make ahead', 'lab switch 01 -> 02',
+                        'edit kernel/fs/y.c, to the VM again', 'make check after make lab',
+                        'make test, empty ccache          ', '.ci/run, fresh clone',
+                        'disk under build/ after .ci/run'):
+                self.assertIn(row.strip(), text)
+            self.assertRegex(text, r'make test, empty ccache +1500 +<= 1800 +met')
+            self.assertRegex(text, r'make check after make lab \(no kernel build\) +10 +<= 180 +met')
+            self.assertNotIn('MISSED', text)
+            self.assertRegex(text, r'disk under build/ after .ci/run, MB +4321 ')
+            self.assertIn('make ahead, estimated from that job scaling: 2 cores', text)
+            self.assertFalse(clone.exists() or ci.exists())
+
     def test_an_unknown_part_is_refused(self):
         with self.assertRaisesRegex(labs.LabError, 'ONLY must be harness, micro, reports, room or goals'):
             bench.run('nope')
