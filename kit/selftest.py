@@ -14,8 +14,8 @@ from pathlib import Path
 from unittest import mock
 
 from kit import seed as kit_seed
-from kit import (bench, bundle, container, images, kbuild, kernels, labs, qemu, results, review, stamps, suite,
-                 trees, upstream, vm)
+from kit import (bench, bundle, container, images, kbuild, kernels, labs, qemu, reference, results, review,
+                 stamps, suite, trees, upstream, vm)
 
 
 def read(path):
@@ -1333,6 +1333,27 @@ class SeedTree(unittest.TestCase):
             self.assertEqual(read(os.path.join(new, 'f.h')), 'old\n')
             self.assertEqual(os.stat(os.path.join(new, 'g.c')).st_ino,
                              os.stat(os.path.join(seed, 'g.c')).st_ino)
+
+
+class Reference(unittest.TestCase):
+    def test_without_6_12_it_says_which_package(self):
+        with tempfile.TemporaryDirectory() as d, mock.patch.dict(os.environ, {'BUILD': d}):
+            with self.assertRaisesRegex(labs.LabError, r'apt-get install linux-source-6.12 '):
+                reference.RefKernel(tarball=Path(d) / 'missing.tar.xz').build()
+
+    def test_a_vm_without_verdict_stops_the_table(self):
+        reference.booted(0, 'x')
+        reference.booted(1, 'x')     # a failed test is a count, not a stop
+        with self.assertRaisesRegex(labs.LabError, 'no verdict'):
+            reference.booted(2, 'x')
+
+    def test_the_checkpolicy_shim_writes_beside_itself(self):
+        with tempfile.TemporaryDirectory() as d:
+            shim = upstream.checkpolicy_wrapper(Path(d))
+            self.assertEqual(os.path.realpath(shim / 'checkpolicy'),
+                             str(labs.KIT / 'vm' / 'compare' / 'ref-checkpolicy.sh'))
+            self.assertIn('dirname "$0")/' + upstream.DROPPED,
+                          (shim / 'checkpolicy').read_text())
 
 
 class RealLabs(unittest.TestCase):
