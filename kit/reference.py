@@ -31,6 +31,7 @@ from .kernels import fragments, which_kernel
 from .labs import KIT, LabError, all_labs, build_dir, note
 from .qemu import Qemu
 from .results import tap
+from .stamps import Stamp, content_lines, key
 from .vm import Boot
 
 TABLES = KIT / 'docs' / 'transcripts' / 'reference'
@@ -102,10 +103,13 @@ def with_probes(base, cpio):
     guest, src = build_dir() / 'ref' / 'guest', KIT / 'vm' / 'guest'
     guest.mkdir(parents=True, exist_ok=True)
     for name in ('pidfd_parity', 'pidfd_bench'):
-        binary, inputs = guest / name, [src / f'{name}.c', src / 'lab.h', src / 'markers.h']
-        if not binary.is_file() or any(p.stat().st_mtime > binary.stat().st_mtime for p in inputs):
+        binary, stamp = guest / name, Stamp(guest / f'{name}.key')
+        want = key(content_lines(src, (f'{name}.c', 'lab.h', 'markers.h')))
+        if not binary.is_file() or not stamp.matches(want):
+            stamp.clear()
             subprocess.run(['gcc', '-static', '-O2', '-g', '-Wall', '-pthread', f'-I{src}', '-o', str(binary),
-                            str(inputs[0])], check=True)
+                            str(src / f'{name}.c')], check=True)
+            stamp.write(want)
     # gen_init_cpio from any built kernel: 6.12's when there, else a lab's.
     gens = [build_dir() / 'ref' / 'out' / 'usr' / 'gen_init_cpio',
             *sorted(build_dir().glob('labs/*/out/default/usr/gen_init_cpio'))]
