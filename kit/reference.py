@@ -161,9 +161,13 @@ def run(update=False):
     # drops in the file beside it (a leaf: checkpolicy's callers call it).
     shim = upstream.checkpolicy_wrapper(ref.root)
     dropped = shim / upstream.DROPPED
-    dropped.write_text('')
+    image = Image(last, last.solution.resolve(), ref.src, ref.out)
+    # Emptied only for an initramfs built again: one that is up to date
+    # runs no checkpolicy, and what the last build dropped still holds.
+    if not Stamp(Path(f'{ref_cpio}.key')).matches(image.inputs_key()):
+        dropped.write_text('')
     env = dict(os.environ, PATH=f'{shim}:{os.environ["PATH"]}')
-    if not Image(last, last.solution.resolve(), ref.src, ref.out).build(ref_cpio, env=env):
+    if not image.build(ref_cpio, env=env):
         raise LabError('the 6.12 initramfs did not build (see above)')
     booted(Qemu.from_env('test', ref.bzimage, ref_cpio, res / 'ref-tests.log', quiet=True,
                          name='linux-source-6.12').run(), '6.12 tests')
