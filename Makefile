@@ -9,12 +9,14 @@ SHELL := /bin/bash
 KIT := $(CURDIR)
 LABS := $(notdir $(patsubst %/,%,$(wildcard labs/[0-9][0-9]-*/)))
 LAB ?= $(lastword $(LABS))
-export ACCEL GDB WAIT GDB_PORT MEM SMP DEBUG BUNDLE DEBS
+export ACCEL GDB WAIT GDB_PORT MEM SMP DEBUG BUNDLE DEBS UPDATE ONLY ROUNDS TIMEOUT BOOT_TIMEOUT
 
-# Resolved lab folder name: LAB=4, 04 or 04-lsm-fallback is 04-lsm-fallback
-# (kit/labs.py's resolve() has the same rule, and need-lab its message).
+# Resolved lab folder name: LAB=4, 04, 04-lsm or 04-lsm-fallback is
+# 04-lsm-fallback (kit/labs.py's resolve() has the same rule, and need-lab
+# its message; LAB reaches it in the environment, whatever it holds).
+export LAB
 lab = $(if $(word 2,$(LAB)),BAD,$(firstword $(filter $(LAB) $(LAB)-% 0$(LAB)-%,$(LABS)) BAD))
-need-lab = @[ "$(lab)" != BAD ] || python3 -m kit resolve '$(LAB)'
+need-lab = @[ "$(lab)" != BAD ] || python3 -m kit resolve "$$LAB"
 # BUNDLE=FILE: a room's bundle brings the packages (and every kernel).
 need-deps = @$(if $(BUNDLE),python3 -m kit use-bundle,vm/deps.sh check || vm/deps.sh install)
 # make reference and make bench also need linux-source-6.12.
@@ -90,22 +92,20 @@ kernel:
 	@python3 -m kit kernel $(lab)
 
 # Kernel exercises are marker patches (solution/kernel/PATH.todo),
-# rendered from the lab's patched tree: prepare that tree first.
+# rendered from the lab's patched tree, which needs the kernel's packages.
 todo = $(shell find labs/$(lab)/solution/kernel -name '*.todo' 2>/dev/null)
-need-tree = $(if $(todo),@$(if $(BUNDLE),python3 -m kit use-bundle,vm/deps.sh check >/dev/null || vm/deps.sh install); python3 -m kit tree $(lab))
+need-tree = $(if $(todo),$(if $(BUNDLE),,@vm/deps.sh check >/dev/null || vm/deps.sh install))
 
 # FRESH=1: back to the skeleton, every file that is not one saved first.
 exercises:
 	$(need-lab)
 	$(need-tree)
-	@python3 vm/kernel/exercises.py $(if $(filter 1,$(FRESH)),fresh,sync) labs/$(lab) \
-		build/labs/$(lab)/exercise-state $(if $(filter 1,$(FRESH)),saved) build/labs/$(lab)/src
+	@python3 -m kit exercises $(lab) $(if $(filter 1,$(FRESH)),--fresh)
 
 solution:
 	$(need-lab)
 	$(need-tree)
-	@python3 vm/kernel/exercises.py solution labs/$(lab) build/labs/$(lab)/exercise-state saved \
-		build/labs/$(lab)/src
+	@python3 -m kit solution $(lab)
 
 lab: exercises
 	$(need-deps)
@@ -130,7 +130,7 @@ gdb:
 # make check...), decoded; from another terminal while make lab runs.
 report:
 	$(need-lab)
-	@python3 vm/check/kreport.py show build/labs/$(lab)/last-boot.json
+	@python3 -m kit report $(lab)
 
 # LAB unset on the command line means every lab.
 test:
@@ -141,9 +141,7 @@ test:
 # The TAP counts, exercise rendering, transcript masking, build progress
 # and run records: what make test believes, checked on known answers.
 selftest:
-	@python3 vm/check/selftest.py
-	@python3 -m kit.selftest
-	@python3 vm/check/transcripts.py selftest >/dev/null
+	@python3 -m unittest discover -s selftest -t .
 
 checkpatch:
 	@python3 -m kit checkpatch
@@ -166,15 +164,15 @@ docs:
 
 docs-check: docs
 	$(need-docs-check-deps)
-	@python3 vm/check/docs-check.py docs/_build/html docs/_build/check
+	@python3 -m kit docs-check docs/_build/html docs/_build/check
 
 bench:
 	$(need-ref-deps)
-	@UPDATE='$(UPDATE)' ONLY='$(ONLY)' ROUNDS='$(ROUNDS)' python3 -m kit bench
+	@python3 -m kit bench
 
 reference:
 	$(need-ref-deps)
-	@UPDATE='$(UPDATE)' python3 -m kit reference
+	@python3 -m kit reference
 
 # The container path (kit/container.py): no Debian packages on the host.
 # CMD comes to the kit in the environment, as make passes command-line
@@ -192,6 +190,4 @@ clean:
 # After reviewing a changed transcript (make test says which), take it into the book.
 transcripts:
 	$(need-lab)
-	@python3 vm/check/transcripts.py update build/labs/$(lab)/transcripts docs/transcripts/$(lab)
-	@for f in default debug; do [ ! -d build/labs/$(lab)/reports-$$f ] || \
-		python3 vm/check/transcripts.py update build/labs/$(lab)/reports-$$f docs/transcripts/reports/$(lab)/$$f; done
+	@python3 -m kit transcripts $(lab)

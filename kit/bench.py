@@ -32,6 +32,7 @@ Everything printed also goes to build/bench/bench.txt; update=True
 copies it to docs/transcripts/reference/bench.txt, which the book and the
 README quote (not checked: the numbers vary from run to run).
 """
+import io
 import os
 import re
 import shutil
@@ -39,16 +40,17 @@ import statistics
 import subprocess
 import sys
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, redirect_stdout
 from pathlib import Path
 
-from . import bundle, kbuild
+from . import bench_table, bundle, kbuild, suite, verdicts
 from .images import Image
 from .kernels import which_kernel
 from .labs import KIT, Lab, LabError, all_labs, build_dir, note
+from .output import redirected
 from .qemu import Qemu, choose_accel
 from .reference import RefKernel, with_probes
-from .results import tap
+from . import tap
 
 PARTS = ('harness', 'micro', 'reports', 'room', 'goals')
 REPORT_MUTATIONS = ('compile-error', 'boot-panic', 'endless-loop', 'null-deref')
@@ -112,6 +114,8 @@ class Bench:
         boots = []
         for _ in range(5):
             t = time.monotonic()
+            # A whole process on purpose: the figure is what an attendee
+            # waits for, Python's start and the kit's imports included.
             subprocess.run([sys.executable, '-m', 'kit', 'qemu', 'probe', str(self.kernel.bzimage), str(self.initrd),
                             str(build_dir() / 'bench-boot.log'), '--quiet'], cwd=KIT, stdout=subprocess.DEVNULL)
             boots.append(round((time.monotonic() - t) * 1000))
@@ -121,10 +125,9 @@ class Bench:
 
     def micro(self):
         log = self.outdir / 'ref-kernel.log'
-        with open(log, 'w') as f:
-            p = subprocess.run([sys.executable, '-m', 'kit', 'ref-kernel'], cwd=KIT, stdout=f,
-                               stderr=subprocess.STDOUT)
-        if p.returncode != 0:
+        with open(log, 'w') as f, redirected(f, subprocess.STDOUT):
+            built = RefKernel().build()
+        if not built:
             print(log.read_text(errors='replace'), file=sys.stderr)
             raise LabError('the 6.12 reference kernel did not build')
         port = which_kernel(self.last, 'solution')
@@ -150,8 +153,7 @@ class Bench:
               f'(SMP {os.environ.get("SMP") or 2}, {self.accel})', flush=True)
         labels = {'anon': f'lab {self.first.number} anon inode', 'port': f'lab {self.last.number} 6.1 port',
                   'upstream': '6.12 upstream'}
-        subprocess.run([sys.executable, str(KIT / 'vm' / 'compare' / 'bench-table.py'),
-                        *(f'{labels[k]}={",".join(v)}' for k, v in logs.items())])
+        bench_table.table({labels[k]: v for k, v in logs.items()})
 
     def reports(self):
         print('\nkernel reports: the last lab\'s mutations, edit to verdict (incremental build and boot)')
@@ -161,9 +163,8 @@ class Bench:
             if not (self.last.dir / 'mutations' / f'{m}.patch').is_file():
                 continue
             t = time.monotonic()
-            with open(self.outdir / f'report-{m}.log', 'w') as f:
-                subprocess.run([sys.executable, '-m', 'kit', 'mutation', self.last.name, m, str(out)],
-                               cwd=KIT, stdout=f, stderr=subprocess.STDOUT)
+            with open(self.outdir / f'report-{m}.log', 'w') as f, redirected(f, subprocess.STDOUT):
+                suite.one_mutation(self.last.name, m, str(out))
             took = round(time.monotonic() - t)
             tap_lines = read_lines(out / f'mutant-{m}.tap')
             wrong = [line for line in tap_lines if line.startswith('not ok')]
@@ -172,9 +173,10 @@ class Bench:
                 said = [line for line in read_lines(out / f'mutant-{m}.console.log.build') if ': error:' in line]
             else:
                 # make check's result: the report must be in its first 5 lines.
-                summary = subprocess.run([sys.executable, str(KIT / 'vm' / 'check' / 'tap-summary.py'),
-                                          f'x={out / f"mutant-{m}.console.log"}'],
-                                         capture_output=True, text=True).stdout.splitlines()[:5]
+                said = io.StringIO()
+                with redirect_stdout(said):
+                    verdicts.summary([f'x={out / f"mutant-{m}.console.log"}'])
+                summary = said.getvalue().splitlines()[:5]
                 said = [line for line in summary if 'KERNEL REPORT' in line] or ['no report in the first 5 lines']
             row(m, took, verdict)
             row('', '', (said[0] if said else '')[:110])
@@ -220,14 +222,15 @@ class Goals:
         print(f'  {what:<44} {measured:>7}   (goal <= {limit}) {text}', file=sys.stderr, flush=True)
 
     def step(self, *cmd):
+        """A command in the fresh clone (the kit there is another checkout,
+        with its own build/ and an empty ccache)."""
         with open(self.log, 'a') as f:
             if subprocess.run(cmd, cwd=self.clone, env=self.env, stdout=f, stderr=subprocess.STDOUT).returncode:
                 raise LabError(f"'{' '.join(map(str, cmd))}' failed: see {self.log}")
 
     def lab_vm(self, lab):
         """make lab's two steps, to the VM's userspace."""
-        self.step(sys.executable, 'vm/kernel/exercises.py', 'sync', f'labs/{lab.name}',
-                  f'build/labs/{lab.name}/exercise-state', f'build/labs/{lab.name}/src')
+        self.step(sys.executable, '-m', 'kit', 'exercises', lab.name)
         self.step(sys.executable, '-m', 'kit', 'boot', lab.name, 'probe', f'labs/{lab.name}/exercises', 'work')
 
     def timed(self, fn, *args):
@@ -308,6 +311,7 @@ class Goals:
         check_log = out / 'goals-check.log'
         t = time.monotonic()
         with open(check_log, 'w') as f:
+            # The kit of the clone, as its make check runs it.
             subprocess.run([sys.executable, '-m', 'kit', 'boot', last.name, 'test', f'labs/{last.name}/exercises',
                             'check', str(out / 'goals-check.console.log')], cwd=self.clone,
                            env=dict(self.env, QUIET='1'), stdout=f, stderr=subprocess.STDOUT)

@@ -39,7 +39,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from . import exercises
 from .labs import KIT, LabError, all_labs, build_dir, note
+from .output import redirected
 from .seed import rewrite_paths
 from .trees import Tree, git
 
@@ -102,8 +104,7 @@ def skeleton_differs(lab, src):
     skeleton (an instructor's own edits, or make solution's): attendees
     start from the skeleton, and would compile these again."""
     with tempfile.TemporaryDirectory() as d:
-        subprocess.run([sys.executable, str(KIT / 'vm' / 'kernel' / 'exercises.py'), 'skel', str(lab.solution),
-                        d, str(lab.src())], check=True, capture_output=True)
+        exercises.write_tree(str(lab.solution), d, True, str(lab.src()))
         top = Path(d) / 'kernel'
         return [str(p.relative_to(top)) for p in sorted(top.rglob('*')) if p.is_file() and
                 (not (src / p.relative_to(top)).is_file() or
@@ -355,6 +356,7 @@ def edit_and_boot(clone, lab, env, outdir, goal):
     log = outdir / f'room-{lab.number}-edit.log'
     t = time.monotonic()
     with open(log, 'w') as f:
+        # The clone's kit, with no network, as an attendee's make lab.
         rc = subprocess.run(['unshare', '-n', sys.executable, '-m', 'kit', 'boot', lab.number, 'probe',
                              f'labs/{lab.name}/exercises', 'work'], cwd=clone, env=env, stdout=f,
                             stderr=subprocess.STDOUT).returncode
@@ -385,12 +387,11 @@ def bench(outdir, labs=None, debs=True):
         return verdict == 'met'
 
     start = time.monotonic()
-    with open(outdir / 'room-bundle.log', 'w') as log:
-        p = subprocess.run([sys.executable, '-m', 'kit', 'bundle', str(outdir / 'room.tar')], cwd=KIT,
-                           stdout=log, stderr=subprocess.STDOUT,
-                           env=dict(os.environ, DEBS='1' if debs else '0'))
-    if p.returncode != 0:
-        raise LabError(f'make bundle failed: see {outdir / "room-bundle.log"}')
+    with open(outdir / 'room-bundle.log', 'w') as log, redirected(log, subprocess.STDOUT):
+        try:
+            make(str(outdir / 'room.tar'), debs=debs)
+        except LabError as e:
+            raise LabError(f'make bundle failed ({e}): see {outdir / "room-bundle.log"}')
     made = time.monotonic() - start
     path = outdir / 'room.tar'
     ok = goal(f'bundle size, every lab, {"packages included" if debs else "no packages"}, GB',
@@ -408,6 +409,7 @@ def bench(outdir, labs=None, debs=True):
         log = outdir / f'room-{lab.number}.log'
         t = time.monotonic()
         with open(log, 'w') as f:
+            # The clone's kit, with no network, as an attendee's make lab.
             steps = [['make', '-s', 'exercises', f'LAB={lab.number}'],
                      [sys.executable, '-m', 'kit', 'boot', lab.number, 'probe',
                       f'labs/{lab.name}/exercises', 'work']]

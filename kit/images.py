@@ -18,12 +18,12 @@ on PATH for lab 04's).
 import os
 import shutil
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from . import stamps
+from . import stamps, tap
+from .output import Output
 from .labs import KIT, Lab, labs_upto
 
 BUSYBOX = Path('/bin/busybox')  # busybox-static installs it here
@@ -35,39 +35,8 @@ VM_EXIT_APPLETS = ('poweroff', 'halt', 'reboot')
 # The kit's files an initramfs is made from, by content. A lab's kernel
 # exercises and variants are the kernel's business, not the image's: an
 # edit to one must not cost the edit-to-shell loop a rebuild (5-6 s).
-KIT_INPUTS = ('vm/guest', 'kit/images.py', 'kit/stamps.py', 'kit/labs.py', 'vm/check/tap.py', 'labs')
+KIT_INPUTS = ('vm/guest', 'kit/images.py', 'kit/stamps.py', 'kit/labs.py', 'kit/tap.py', 'labs')
 KIT_PRUNE = ('labs/*/exercises/kernel', 'labs/*/solution/kernel', 'labs/*/variants')
-
-
-class Output:
-    """Where a build writes: the note lines to out, compiler and tool
-    messages to err; subprocesses get the same files (None: the caller's
-    own stdout and stderr)."""
-
-    def __init__(self, stdout=None, stderr=None):
-        self.stdout = stdout
-        self.stderr = stdout if stderr == subprocess.STDOUT else stderr
-        self.out = stdout or sys.stdout
-        self.err = self.stderr or sys.stderr
-
-    def note(self, tag, text):
-        self.out.write(f'  {tag:<8} {text}\n')
-        self.out.flush()
-
-    def show(self, text):
-        self.err.write(text)
-        self.err.flush()
-
-    def fail(self, text):
-        self.show(f'kit: {text}\n')
-        return False
-
-    def run(self, cmd, env=None, **kw):
-        self.out.flush()
-        self.err.flush()
-        kw.setdefault('stdout', self.stdout)
-        kw.setdefault('stderr', self.stderr)
-        return subprocess.run([str(c) for c in cmd], env=env, **kw).returncode == 0
 
 
 def kit_relative(path):
@@ -95,7 +64,7 @@ class Image:
 
     @property
     def issued_skeleton(self):
-        # Each exercise file as make exercises issued it (vm/kernel/exercises.py).
+        # Each exercise file as make exercises issued it (exercises.sync()).
         return self.lab.build / 'exercise-state' / 'skel'
 
     def check_kernel(self, output):
@@ -227,9 +196,7 @@ class Image:
             return False
 
         (stage / 'name').write_text(f'{self.lab.name}\n')
-        with open(stage / 'markers', 'w') as f:
-            if not output.run([sys.executable, KIT / 'vm' / 'check' / 'tap.py', 'markers'], stdout=f):
-                return False
+        (stage / 'markers').write_text(tap.shell_assignments())
         release = (Path(self.kernel_out) / 'include/config/kernel.release').read_text().strip()
         (stage / 'motd').write_text(motd(self.lab, release))
         applets = subprocess.run([str(busybox), '--list-full'], capture_output=True, text=True,

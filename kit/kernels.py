@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from . import kbuild, seed
+from . import exercises, kbuild, seed
 from .kbuild import KbuildError
 from .labs import KIT, Lab, LabError, all_labs, build_dir, held, labs_upto
 from .trees import Tree
@@ -233,8 +233,7 @@ def ahead(labs=None, say=lambda text: print(text, flush=True)):
         if not which_kernel(lab, 'solution').build():
             return 1
         if has_kernel_exercises(lab.solution):
-            subprocess.run([sys.executable, str(KIT / 'vm' / 'kernel' / 'exercises.py'), 'sync',
-                            str(lab.dir), str(lab.build / 'exercise-state'), str(lab.src())], check=True)
+            exercises.sync(str(lab.dir), str(lab.build / 'exercise-state'), str(lab.src()))
             work = which_kernel(lab, 'work', exercises=lab.dir / 'exercises')
             if not work.build():
                 return 1

@@ -245,10 +245,11 @@ def labs_upto(lab):
 
 
 def resolve(want, kit=KIT):
-    """"02", "2" or "02-pidfdfs" -> that Lab."""
+    """"02", "2", "02-pidfd" or "02-pidfdfs" -> that Lab: the Makefile's
+    rule (a folder named want, or want- or 0want- and more), the first
+    folder in order."""
     labs = all_labs(kit)
-    key = f'0{want}' if re.fullmatch(r'[0-9]', want) else want
     for lab in labs:
-        if key in (lab.name, lab.number):
+        if want and ' ' not in want and (lab.name == want or lab.name.startswith((f'{want}-', f'0{want}-'))):
             return lab
     raise LabError(f"unknown LAB '{want}'; the labs are: {' '.join(l.name for l in labs)} (use LAB=NN)")

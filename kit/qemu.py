@@ -1,7 +1,7 @@
 """One QEMU run of a lab kernel.
 
   shell             the busybox shell on this terminal (Ctrl-A x quits)
-  test, run, probe  no terminal: vm/boot/console.py watches the two serial
+  test, run, probe  no terminal: console.run() watches the two serial
                     ports, stops a guest that never reaches userspace or
                     never finishes, and returns its verdict: 0 passed,
                     1 failed, 2 no verdict (hang, panic, crash)
@@ -15,14 +15,13 @@ import shutil
 import signal
 import subprocess
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from .labs import KIT, LabError, build_dir
+from . import console, kreport, settings
+from .labs import LabError, build_dir
 
-CONSOLE = KIT / 'vm' / 'boot' / 'console.py'
-KREPORT = KIT / 'vm' / 'check' / 'kreport.py'
 # The kernel's own detectors of a stuck kernel, sized for a lab: a soft
 # lockup after 10 s (twice watchdog_thresh: a CPU that runs kernel code and
 # never schedules), an RCU stall after 20 s (counted only while a grace
@@ -54,21 +53,15 @@ class Qemu:
     gdb_port: int = 1234
     boot_timeout: Optional[float] = None
     timeout: Optional[float] = None
-    extra: list = field(default_factory=list)
 
     @classmethod
     def from_env(cls, mode, bzimage, initrd, log, env=None, **fields):
         """A run with the user's settings from env (os.environ by default);
         fields set the rest."""
-        env = os.environ if env is None else env
-
-        def seconds(name):
-            return float(env[name]) if env.get(name) else None
-        return cls(mode, Path(bzimage), Path(initrd), Path(log),
-                   accel=env.get('ACCEL') or None, mem=env.get('MEM') or '512M',
-                   smp=env.get('SMP') or '2', gdb=env.get('GDB') == '1', wait=env.get('WAIT') == '1',
-                   gdb_port=int(env.get('GDB_PORT') or 1234), boot_timeout=seconds('BOOT_TIMEOUT'),
-                   timeout=seconds('TIMEOUT'), **fields)
+        u = settings.read(env)
+        return cls(mode, Path(bzimage), Path(initrd), Path(log), accel=u.accel, mem=u.mem, smp=u.smp,
+                   gdb=u.gdb, wait=u.wait, gdb_port=u.gdb_port, boot_timeout=u.boot_timeout,
+                   timeout=u.timeout, **fields)
 
     @property
     def debugger(self):
@@ -80,7 +73,7 @@ class Qemu:
         # terminal, or the tests' output. ttyS1 is the kernel's log, whole:
         # without a terminal the kernel's console at every level, so that a
         # WARNING's or an RCU stall's stack is there and never cuts a line of
-        # TAP in two (console.py merges the two); with one (shell), the
+        # TAP in two (console.run() merges the two); with one (shell), the
         # terminal keeps the kernel's console at warnings and worse, and the
         # guest's init copies /dev/kmsg to ttyS1, into LOG, for make report.
         if self.mode == 'shell':
@@ -113,7 +106,7 @@ class Qemu:
             args += ['-gdb', f'tcp:127.0.0.1:{self.gdb_port}']
             if self.wait:
                 args.append('-S')
-        return args + self.extra
+        return args
 
     def run(self, **popen):
         """The exit status: in test mode the guest's verdict."""
@@ -160,11 +153,10 @@ class Qemu:
             if self.mode == 'shell':
                 return self.shell(args, accel)
             sys.stdout.flush()
-            return subprocess.run([sys.executable, str(CONSOLE), str(self.log), str(boot_timeout),
-                                   str(self.timeout or 900), '0' if self.quiet else '1',
-                                   '0' if self.debugger else '1', accel, '--', *args, '-display', 'none',
-                                   '-monitor', 'none', '-serial', f'file:{self.log}.ttyS0'],
-                                  **popen).returncode
+            return console.run(str(self.log), boot_timeout, self.timeout or 900, not self.quiet,
+                               not self.debugger, accel, [*args, '-display', 'none', '-monitor', 'none',
+                                                          '-serial', f'file:{self.log}.ttyS0'],
+                               stdout=popen.get('stdout'), stderr=popen.get('stderr'))
         finally:
             if record:
                 record.unlink(missing_ok=True)
@@ -190,7 +182,7 @@ class Qemu:
             shutil.copy(terminal, self.log)
         # The kernel's reports of this session, decoded (Boot's record).
         if os.path.isfile(f'{self.log}.json'):
-            subprocess.run([sys.executable, str(KREPORT), 'after', f'{self.log}.json'])
+            kreport.after(f'{self.log}.json')
         # vm-exit 0 leaves QEMU with status 1; Ctrl-A x with 0.
         return 0 if rc in (0, 1) else rc
 

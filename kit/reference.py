@@ -8,9 +8,9 @@ Debian's linux-source-6.12, which has upstream pidfs.
   3. 6.12: the same solution and tests, built against 6.12's headers, and
      6.12's own pidfd selftests
   4. both images with vm/guest/pidfd_parity added (with_probes()), booted
-     in run mode: "PARITY key=value" lines, then the same under SELinux
+     in run mode: a parity line per behaviour (key=value), then the same under SELinux
      enforcing when the lab ships a policy rig (lab 04)
-  5. vm/compare/ref-table.py: the table; every difference needs a reason
+  5. ref_table.table(): the table; every difference needs a reason
   6. 6.12's pidfd selftests on every lab's solution kernel (upstream.py)
   7. both tables must equal docs/transcripts/reference/parity.txt and
      selftests-6.12.txt; update=True writes them there instead
@@ -24,13 +24,13 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import kbuild, upstream
+from . import kbuild, ref_table, upstream
 from .kbuild import KbuildError
 from .images import Image
 from .kernels import fragments, which_kernel
 from .labs import KIT, LabError, all_labs, build_dir, note
 from .qemu import Qemu
-from .results import tap
+from . import tap
 from .stamps import Stamp, content_lines, key
 from .vm import Boot
 
@@ -184,12 +184,11 @@ def run(update=False):
 
     print('=== the table', flush=True)
     table = ref.root / 'parity.txt'
-    if subprocess.run([sys.executable, str(KIT / 'vm' / 'compare' / 'ref-table.py'), last.name,
-                       str(res / 'parity-lab.log'), str(res / 'parity-6.12.log'), str(res / 'lab-tests.log'),
-                       str(res / 'ref-tests.log'), str(ref.out / 'kconfig-ignored'), str(dropped),
-                       str(table)]).returncode != 0:
+    if ref_table.table(last.name, str(res / 'parity-lab.log'), str(res / 'parity-6.12.log'),
+                       str(res / 'lab-tests.log'), str(res / 'ref-tests.log'), str(ref.out / 'kconfig-ignored'),
+                       str(dropped), str(table)) != 0:
         raise LabError('some differences have no explanation (UNEXPLAINED above): say why in '
-                       'vm/compare/ref-table.py')
+                       'kit/ref_table.py')
 
     print("=== 6.12's pidfd selftests on every lab's solution kernel", flush=True)
     if upstream.run(ref.root) != 0:

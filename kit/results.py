@@ -1,29 +1,15 @@
 """Every result file of a run, registered by the check that writes it.
 
 A result is a VM console log (the guest's programs framed by its
-markers) or a TAP file of a host-side check; vm/check/tap-summary.py
-counts both. What make test counts is what the checks registered here,
+markers) or a TAP file of a host-side check; tap.parse() reads both and
+verdicts.summary() counts them. What make test counts is what the checks registered here,
 not what a folder happens to hold: a check whose file is missing shows
 as a failure ("no results"), and evidence files (consoles, gdb logs)
 are never counted by mistake.
 """
-import importlib.util
-import sys
 from pathlib import Path
 
-CHECK = Path(__file__).resolve().parent.parent / 'vm' / 'check'
-sys.path.insert(0, str(CHECK))
-import tap  # noqa: E402  TAP writing, defined once
-
-
-def _tap_summary():
-    spec = importlib.util.spec_from_file_location('tap_summary', CHECK / 'tap-summary.py')
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-tap_summary = _tap_summary()
+from . import tap, verdicts
 
 
 class Results:
@@ -49,4 +35,4 @@ class Results:
     def summary(self):
         """One line per result, the failures by name, then "N passed, N
         failed"; 1 when anything failed or nothing passed."""
-        return tap_summary.summary([f'{label}={path}' for label, path in self.entries])
+        return verdicts.summary([f'{label}={path}' for label, path in self.entries])

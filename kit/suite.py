@@ -9,7 +9,7 @@ Results as they are written:
   skeleton.tap         the same tests on the generated skeleton: each must fail
   exercise-roundtrip.tap  make solution, then the sync of make check, then
                        make exercises FRESH=1, on a copy of the lab's files
-  shell.tap            the skeleton's VM shell on a terminal (vm/check/shell-check.py)
+  shell.tap            the skeleton's VM shell on a terminal (shell_check.run())
   gdb-running-kernel.tap  make gdb loads the vmlinux of the VM that runs
   flavour-*.log        each extra kernel flavour, with the tests its
                        "# tests: LAB" line names
@@ -27,18 +27,15 @@ import filecmp
 import os
 import shutil
 import subprocess
-import sys
 from dataclasses import replace
 from pathlib import Path
 
 from .labs import KIT, LabError, build_dir, resolve
-from .results import Results, tap_summary
+from .results import Results
+from . import exercises, roundtrip, transcripts, verdicts
 from .kernels import which_kernel
 from .vm import Boot, gdb_check
 
-PY = sys.executable
-EXERCISES = KIT / 'vm' / 'kernel' / 'exercises.py'
-TRANSCRIPTS = KIT / 'vm' / 'check' / 'transcripts.py'
 
 
 def say(text):
@@ -61,7 +58,9 @@ class LabSuite:
         # the debug flavour (KASAN, lockdep...), everything else on the
         # default one.
         self.main = 'debug' if debug else 'default'
-        self.quiet = (quiet or '1') == '1'
+        # QUIET=0 shows the VMs' consoles; unset, make test keeps them in files.
+        self.quiet = True if quiet is None else quiet
+        self.shell_quiet = bool(quiet)
         self.res = lab.build / 'results'
         self.fresh = lab.build / 'transcripts'
         # What an attendee sees of each mutation's kernel report, for the
@@ -95,10 +94,9 @@ class LabSuite:
         log = self.add('solution.log')
         rc = Boot(kernel, 'test', lab.solution, 'solution', log, quiet=self.quiet).run()
         say(f'    guest verdict: {rc}')
-        run(PY, TRANSCRIPTS, 'extract', log, self.fresh)
+        transcripts.extract(str(log), str(self.fresh))
         if (lab.solution / 'kernel').is_dir():
-            with open(self.add('kernel-solution.tap'), 'w') as f:
-                run(PY, EXERCISES, 'verify-kernel', lab.solution, lab.src(), stdout=f)
+            exercises.verify_kernel(str(lab.solution), str(lab.src()), str(self.add('kernel-solution.tap')))
 
         self.skeleton_checks()
         for flavour in lab.flavours():
@@ -118,33 +116,32 @@ class LabSuite:
         for script in lab.gdb_scripts():
             self.gdb_script_check(script)
 
-        run(PY, TRANSCRIPTS, 'check', self.fresh, KIT / 'docs' / 'transcripts' / lab.name,
-            self.add('transcripts.tap'))
+        transcripts.check(str(self.fresh), str(KIT / 'docs' / 'transcripts' / lab.name),
+                          str(self.add('transcripts.tap')))
         book_reports = KIT / 'docs' / 'transcripts' / 'reports' / lab.name / self.main
         if self.reports.is_dir() or book_reports.is_dir():
-            run(PY, TRANSCRIPTS, 'check', self.reports, book_reports, self.add('report-transcripts.tap'))
+            transcripts.check(str(self.reports), str(book_reports), str(self.add('report-transcripts.tap')))
         self.tree_check()
 
     def skeleton_checks(self):
         lab = self.lab
         say(f'=== {lab.name}: skeleton (every lab test must fail)')
         shutil.rmtree(self.skeleton, ignore_errors=True)
-        run(PY, EXERCISES, 'skel', lab.solution, self.skeleton, lab.src())
+        exercises.write_tree(str(lab.solution), str(self.skeleton), True, str(lab.src()))
         kernel = which_kernel(lab, 'skeleton', exercises=self.skeleton)
         # The verdict reads only the lab's tests, which run first: the pidfd
         # selftests after them would change nothing.
         log = self.res / 'skeleton.log'
         Boot(kernel, 'test', self.skeleton, 'skeleton', log, append='lab.selftests=0').run()
-        tap_summary.skeleton(str(log), str(self.add('skeleton.tap')))
+        verdicts.skeleton(str(log), str(self.add('skeleton.tap')))
         # make solution, make check, make exercises FRESH=1 on a copy of the
         # lab: each leaves exactly the files the two runs above booted.
-        run(PY, KIT / 'vm' / 'check' / 'exercise-roundtrip.py', lab.dir, lab.src(),
-            self.add('exercise-roundtrip.tap'))
+        roundtrip.run(str(lab.dir), str(lab.src()), str(self.add('exercise-roundtrip.tap')))
         if self.main != 'default':
             return
         say(f'=== {lab.name}: the VM shell on a terminal (skeleton)')
         Boot(kernel, 'shell-check', self.skeleton, 'skeleton', self.add('shell.tap'),
-             quiet=os.environ.get('QUIET', '0') == '1', reuse_initrd=True).run()
+             quiet=self.shell_quiet, reuse_initrd=True).run()
         # The instructor's `make lab GDB=1` + `make gdb` on such a tree: gdb
         # must load that tree's vmlinux, not the lab's reference one.
         say(f'=== {lab.name}: make gdb on the skeleton\'s running kernel')
@@ -166,7 +163,7 @@ class LabSuite:
         Boot(which_kernel(lab, 'variant', self.main, variant=variant), 'test', lab.solution,
              f'variant-{variant.name}',
              log, append=variant.append).run()
-        run(PY, TRANSCRIPTS, 'extract-as', log, self.fresh, f'variant-{variant.name}-')
+        transcripts.extract(str(log), str(self.fresh), f'variant-{variant.name}-')
 
     def gdb_script_check(self, script):
         lab = self.lab
@@ -175,7 +172,7 @@ class LabSuite:
         # The solution run's initramfs, when it was built for this kernel.
         self.gdb(Boot(which_kernel(lab, 'solution'), 'run', lab.solution, 'solution',
                       reuse_initrd=self.main == 'default'), script, f'gdb-{name}.tap')
-        run(PY, TRANSCRIPTS, 'gdb', self.res / f'gdb-{name}.gdb.log', self.fresh / f'gdb-{name}.txt')
+        transcripts.gdb(str(self.res / f'gdb-{name}.gdb.log'), str(self.fresh / f'gdb-{name}.txt'))
 
     def gdb(self, boot, script, name):
         tap = self.res / name
@@ -276,7 +273,7 @@ class MutationCheck:
             with open(build_log, 'w') as f:
                 if boot.run(stdout=f, stderr=subprocess.STDOUT) == 0:
                     f.write(f'# mutation {v.name} built\n')
-            return tap_summary.must_not_build(str(build_log), str(tap), v.name, str(src), str(transcript))
+            return verdicts.must_not_build(str(build_log), str(tap), v.name, str(src), str(transcript))
         if not v.must_fail:
             # A report can need the right timing too: evict-uses-freed-pid's
             # write lands in freed memory only when the inode held the
@@ -284,7 +281,7 @@ class MutationCheck:
             # no such close. Boots until it shows, as many as a must-fail.
             for attempt in range(1, self.TRIES + 1):
                 boot.run()
-                tap_summary.must_report(str(log), str(tap), v.name, str(src), v.must_report,
+                verdicts.must_report(str(log), str(tap), v.name, str(src), v.must_report,
                                         str(transcript))
                 if not any(line.startswith('not ok') for line in open(tap)):
                     break
@@ -294,7 +291,7 @@ class MutationCheck:
         program, tests = v.must_fail[0], v.must_fail[1:]
         for attempt in range(1, self.TRIES + 1):
             boot.run()
-            tap_summary.must_fail(str(log), str(tap), v.name, program, tests)
+            verdicts.must_fail(str(log), str(tap), v.name, program, tests)
             if not any(line.startswith('not ok') for line in open(tap)):
                 break
             if attempt < self.TRIES:
@@ -304,7 +301,7 @@ class MutationCheck:
         if v.must_report:
             report_tap = self.results.add(f'{lab.name}/mutant-{v.name}.report.tap',
                                           self.res / f'mutant-{v.name}.report.tap')
-            tap_summary.must_report(str(log), str(report_tap), v.name, str(src), v.must_report,
+            verdicts.must_report(str(log), str(report_tap), v.name, str(src), v.must_report,
                                     str(transcript))
         return 0
 
@@ -313,15 +310,14 @@ def filecmp_same(a, b):
     return filecmp.cmp(a, b, shallow=False)
 
 
-def make_test(names):
+def make_test(names, user):
     """make test: the suite of each lab named (every lab when none), then
-    one summary of every registered result."""
+    one summary of every registered result. user: settings.Settings."""
     from .labs import all_labs
     labs = [resolve(n) for n in names] if names else all_labs()
     results = Results()
-    debug = os.environ.get('DEBUG', '0') == '1'
     for lab in labs:
-        LabSuite(lab, results, debug=debug, quiet=os.environ.get('QUIET')).run()
+        LabSuite(lab, results, debug=user.debug, quiet=user.quiet).run()
     say('=== summary')
     return results.summary()
 

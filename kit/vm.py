@@ -9,7 +9,7 @@ runs QEMU (qemu.py) in one of its modes:
   run          a program named on the kernel command line (gdb checks)
   probe        boot to userspace and power off (make bench)
   shell        the attendee's shell on this terminal (make lab)
-  shell-check  that shell driven by vm/check/shell-check.py (make test)
+  shell-check  that shell driven by shell_check.run() (make test)
 
 Boot.env() is the environment of the shell check and QEMU: the user's
 own settings (ACCEL, MEM, SMP, GDB, WAIT, GDB_PORT, TIMEOUT,
@@ -25,12 +25,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
+from . import kreport, shell_check
 from .images import Image
+from .output import redirected
 from .kernels import KIT, Kernel
 from .labs import Lab, LabError, headers
 from .qemu import Qemu, gdb_command, port_listening
 
-SCRIPTS = KIT / 'vm'
 RUN_SECONDS = KIT / 'vm' / 'config' / 'run-seconds'
 
 
@@ -133,17 +134,13 @@ class Boot:
         log.parent.mkdir(parents=True, exist_ok=True)
         # What a kernel report in this boot's log needs to be decoded: the
         # vmlinux, its tree, the exercise files laid over it.
-        record = [sys.executable, str(SCRIPTS / 'check' / 'kreport.py'), 'record', f'{log}.json', str(log),
-                  str(self.kernel.vmlinux), str(self.kernel.src)]
-        if self.kernel.overlay:
-            record.append(str(self.kernel.overlay))
-        subprocess.run(record, check=True)
+        kreport.write_record(f'{log}.json', str(log), str(self.kernel.vmlinux), str(self.kernel.src),
+                             str(self.kernel.overlay) if self.kernel.overlay else None)
         shutil.copy(f'{log}.json', self.lab.build / 'last-boot.json')
         if self.mode == 'shell-check':
-            return subprocess.run([sys.executable, str(SCRIPTS / 'check' / 'shell-check.py'), self.lab.name,
-                                   str(self.kernel.bzimage), str(self.kernel.src), str(self.kernel.out),
-                                   str(self.initrd), str(exercises), str(log), self.kernel_args()],
-                                  env=env, **popen).returncode
+            with redirected(popen.get('stdout'), popen.get('stderr')):
+                return 0 if shell_check.run(self.lab, self.kernel, self.initrd, exercises, str(log),
+                                            self.kernel_args(), env) else 1
         if self.mode == 'shell':
             # It starts empty: the VM runs what its initramfs holds until
             # the next make programs.
@@ -192,7 +189,7 @@ def gdb_check(boot, script, tap_path, gdb_port=None):
     sys.stdout.flush()
     pid = os.fork()
     if pid == 0:
-        # A group of its own: the VM (console.py, QEMU) is stopped with it.
+        # A group of its own: the VM (console.run(), QEMU) is stopped with it.
         os.setpgid(0, 0)
         rc = 1
         try:

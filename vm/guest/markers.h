@@ -4,7 +4,7 @@
  *
  * Guest C programs include this file. The initramfs carries a shell copy
  * of it (/lab/markers, made by kit/images.py) for init and
- * run-tests, and the host reads it here, through vm/check/tap.py. A
+ * run-tests, and the host reads it here, through kit/tap.py. A
  * marker always starts a console line and is followed by one space and
  * its fields.
  */

@@ -1,7 +1,5 @@
-#!/usr/bin/env python3
-"""The book as a reader sees it: every page in a real headless browser.
-
-  docs-check.py HTML_DIR OUT_DIR
+"""The book as a reader sees it: every page in a real headless browser,
+run(HTML_DIR, OUT_DIR) (make docs-check).
 
 Serves HTML_DIR (the output of `make docs`) on a loopback port, opens every
 page in Debian's chromium, headless, at a common laptop width, and fails
@@ -30,9 +28,10 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 import threading
+
+from .labs import LabError
 
 WIDTH, HEIGHT = 1280, 900
 
@@ -192,7 +191,7 @@ def chromium():
         path = shutil.which(name)
         if path:
             return path
-    sys.exit('docs-check: chromium is missing: vm/deps.sh install docs-check')
+    raise LabError('chromium is missing: vm/deps.sh install docs-check')
 
 
 def browser(url, *extra):
@@ -220,10 +219,10 @@ def check_page(base, page):
     return page, json.loads(text)
 
 
-def main(html, out):
+def run(html, out):
     html = os.path.abspath(html)
     if not os.path.isfile(os.path.join(html, 'index.html')):
-        sys.exit(f'docs-check: no book in {html}: run make docs first')
+        raise LabError(f'no book in {html}: run make docs first')
     os.makedirs(out, exist_ok=True)
     profile = os.path.join(os.path.abspath(out), '.chromium-profile')
     os.makedirs(profile, exist_ok=True)
@@ -272,9 +271,3 @@ def main(html, out):
           f'{blocks} literal blocks, width {WIDTH} px')
     print(f'{len(pages) - failed} passed, {failed} failed')
     return 1 if failed else 0
-
-
-if __name__ == '__main__':
-    if len(sys.argv) != 3:
-        sys.exit(__doc__)
-    sys.exit(main(sys.argv[1], sys.argv[2]))

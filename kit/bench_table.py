@@ -1,7 +1,4 @@
-#!/usr/bin/env python3
-"""The microbenchmark table of `make bench`.
-
-  bench-table.py LABEL=LOG[,LOG...] ...
+"""The microbenchmark table of `make bench`.: table({LABEL: [LOG, ...], ...}).
 
 One column per kernel, the first being the baseline (lab 01, anonymous
 inode). Each LOG is a VM console with pidfd_bench.c's LAB_BENCH lines
@@ -10,12 +7,9 @@ booted several times gives several logs, and its figure is the median of all run
 columns also show their ratio to the baseline ("x anon"), and every figure
 its ratio to eventfd + close on its own kernel ("=N.Ne").
 """
-import os
 import statistics
-import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'check'))
-import tap as markers  # noqa: E402  the console markers, defined once
+from . import tap as markers
 
 # Every figure is also given as a multiple of this one on the same kernel
 # ("=N.Ne"): 6.1 and 6.12 differ in far more than pidfs, and an
@@ -59,11 +53,10 @@ def human(ns):
     return f'{ns / 1000:.2f} us'
 
 
-def main(argv):
-    cols = []
-    for arg in argv[1:]:
-        label, _, logs = arg.partition('=')
-        cols.append((label, runs(logs.split(','))))
+def table(columns):
+    """columns: {label: [console log, ...]}, the baseline first; 1 when a
+    figure is missing."""
+    cols = [(label, runs(logs)) for label, logs in columns.items()]
     base = cols[0][1]
     head = ['benchmark (median per operation)'] + [c[0] for c in cols]
     rows, missing = [], 0
@@ -93,7 +86,3 @@ def main(argv):
     print(f'x N = N times the {cols[0][0]} figure; runs per figure: '
           + ', '.join(f'{k} {v}' for k, v in nruns.items()))
     return 1 if missing else 0
-
-
-if __name__ == '__main__':
-    sys.exit(main(sys.argv))

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Attendees' copies of a lab's exercises, made from the lab's solution/.
 
 One source of truth, as linux-kernel-labs does it: a solution file marks
@@ -6,24 +5,22 @@ each exercise with a comment "TODO n/m: hint" followed by the m lines that
 solve it. The skeleton keeps the comment (as "TODO n: hint") and drops
 those m lines; the solution keeps both.
 
-  exercises.py skel SOLUTION_DIR OUT_DIR [TREE]
-                                              write skeletons to OUT_DIR
-  exercises.py sync LAB_DIR STATE_DIR [TREE]  create/refresh LAB_DIR/exercises
-  exercises.py verify-kernel SOLUTION_DIR TREE
-                                              each solution/kernel/PATH.todo
-                                              applies to TREE/PATH and adds
-                                              only TODO lines
-  exercises.py solution LAB_DIR STATE_DIR SAVE_DIR [TREE]
-                                              put the solution in place, after
-                                              saving every edited file
-  exercises.py fresh LAB_DIR STATE_DIR SAVE_DIR [TREE]
-                                              back to the skeleton, after saving
-                                              every file that is not the skeleton
-                                              (edits, or a solution put in place)
-  exercises.py todo-patch TREE PATH MARKED_FILE [CONTEXT]
-                                              print the marker patch that makes
-                                              MARKED_FILE of TREE/PATH (for
-                                              solution/kernel/PATH.todo)
+  write_tree(SOLUTION_DIR, OUT_DIR, skeleton, TREE)
+                     skeletons (or the solution) into OUT_DIR
+  sync(LAB_DIR, STATE_DIR, TREE)
+                     create/refresh LAB_DIR/exercises (make exercises)
+  verify_kernel(SOLUTION_DIR, TREE)
+                     each solution/kernel/PATH.todo applies to TREE/PATH
+                     and adds only TODO lines
+  solution(LAB_DIR, STATE_DIR, SAVE_DIR, TREE)
+                     put the solution in place, after saving every edited
+                     file (make solution)
+  fresh(LAB_DIR, STATE_DIR, SAVE_DIR, TREE)
+                     back to the skeleton, after saving every file that is
+                     not the skeleton (make exercises FRESH=1)
+  todo_patch(TREE, PATH, MARKED_FILE, CONTEXT)
+                     the marker patch that makes MARKED_FILE of TREE/PATH
+                     (python3 -m kit todo-patch, for solution/kernel/PATH.todo)
 
 A kernel exercise is a marker patch, solution/kernel/PATH.todo: a unified
 diff whose only added lines are TODO markers, applied to TREE/PATH (the
@@ -45,11 +42,10 @@ import filecmp
 import os
 import re
 import shutil
-import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'check'))
-import tap  # noqa: E402  TAP writing, defined once
+from . import tap
+from .labs import LabError
 
 MARK = re.compile(r'^(\s*)/\* TODO (\d+)/(\d+): (.*)\*/\s*$')
 
@@ -67,7 +63,7 @@ def render(lines, skeleton):
             if skeleton:
                 skip = int(count)
                 if i + skip > len(lines):
-                    sys.exit(f'exercises.py: TODO {n} at line {i} claims '
+                    raise LabError(f'TODO {n} at line {i} claims '
                              f'{count} lines, the file ends first')
             continue
         out.append(line)
@@ -90,13 +86,13 @@ def apply_markers(orig, patch, name):
         elif body is not None and line.startswith('\\'):
             continue
     if not hunks:
-        sys.exit(f'exercises.py: {name}.todo has no hunk')
+        raise LabError(f'{name}.todo has no hunk')
     out, pos = [], 0
     for start, body in hunks:
         old = [line[1:] for line in body if line[0] == ' ']
         for line in body:
             if line[0] == '-' or (line[0] == '+' and not MARK.match(line[1:])):
-                sys.exit(f'exercises.py: {name}.todo changes more than TODO markers: '
+                raise LabError(f'{name}.todo changes more than TODO markers: '
                          f'{line.rstrip()}')
         # Where the context is now: at the line it names, else the
         # nearest place (a 6.1.y update may have moved it), never fuzzy.
@@ -110,8 +106,8 @@ def apply_markers(orig, patch, name):
             if found is not None:
                 break
         if found is None:
-            sys.exit(f'exercises.py: {name}.todo: the hunk at line {start} no longer '
-                     f'matches {name} in the tree: remake it (exercises.py todo-patch)')
+            raise LabError(f'{name}.todo: the hunk at line {start} no longer '
+                     f'matches {name} in the tree: remake it (python3 -m kit todo-patch)')
         out.extend(orig[pos:found])
         pos = found
         for line in body:
@@ -137,17 +133,17 @@ def read_solution(src_dir, name, tree):
     path = os.path.join(src_dir, name)
     kernel = name.startswith('kernel' + os.sep)
     if kernel and not name.endswith('.todo'):
-        sys.exit(f'exercises.py: {name} is a whole file: a kernel exercise is a marker patch, '
-                 f'{name}.todo (exercises.py todo-patch makes it from this file)')
+        raise LabError(f'{name} is a whole file: a kernel exercise is a marker patch, '
+                 f'{name}.todo (python3 -m kit todo-patch makes it from this file)')
     if not kernel:
         if name.endswith('.todo'):
-            sys.exit(f'exercises.py: {name}: a marker patch belongs under kernel/')
+            raise LabError(f'{name}: a marker patch belongs under kernel/')
         with open(path) as f:
             return f.readlines()
     target = name[:-len('.todo')]
     rel = target.split(os.sep, 1)[1]        # kernel/fs/libfs.c -> fs/libfs.c
     if not tree or not os.path.isfile(os.path.join(tree, rel)):
-        sys.exit(f'exercises.py: {name} is a marker patch against the lab\'s kernel tree, '
+        raise LabError(f'{name} is a marker patch against the lab\'s kernel tree, '
                  f'and there is no {rel} in {tree or "(no tree given)"}: '
                  'run make kernel LAB=NN first')
     with open(os.path.join(tree, rel)) as f:
@@ -178,7 +174,7 @@ def write_tree(src_dir, out_dir, skeleton, tree=None):
     return names
 
 
-def verify_kernel(solution_dir, tree):
+def verify_kernel(solution_dir, tree, tap_path):
     """make test's solution run boots the patched tree, not the rendered
     files: each marker patch must render to the tree's file plus TODO
     lines and nothing else, or attendees get a solution never tested."""
@@ -189,7 +185,7 @@ def verify_kernel(solution_dir, tree):
         try:
             mine = [line for line in read_solution(solution_dir, os.path.join('kernel', name), tree)
                     if not MARK.match(line)]
-        except SystemExit as e:
+        except LabError as e:
             out.result(False, f'solution/kernel/{name}: {e}')
             continue
         try:
@@ -203,7 +199,7 @@ def verify_kernel(solution_dir, tree):
         else:
             out.result(False, f'solution/kernel/{name} differs from what the patches '
                               f'make of {target}: fix one or the other')
-    sys.stdout.write(out.text())
+    out.write(tap_path)
     return out.failed
 
 
@@ -346,24 +342,3 @@ def solution(lab_dir, state, save_root, tree=None):
 def fresh(lab_dir, state, save_root, tree=None):
     work = replace_all(lab_dir, state, save_root, tree, SKELETON)
     print(f'  FRESH    {os.path.relpath(work)}/ holds the skeleton again')
-
-
-def main(argv):
-    if len(argv) in (4, 5) and argv[1] == 'skel':
-        write_tree(argv[2], argv[3], True, *argv[4:])
-    elif len(argv) == 4 and argv[1] == 'verify-kernel':
-        sys.exit(1 if verify_kernel(argv[2], argv[3]) else 0)
-    elif len(argv) in (4, 5) and argv[1] == 'sync':
-        sync(argv[2], argv[3], *argv[4:])
-    elif len(argv) in (5, 6) and argv[1] == 'solution':
-        solution(argv[2], argv[3], argv[4], *argv[5:])
-    elif len(argv) in (5, 6) and argv[1] == 'fresh':
-        fresh(argv[2], argv[3], argv[4], *argv[5:])
-    elif len(argv) in (5, 6) and argv[1] == 'todo-patch':
-        sys.stdout.write(todo_patch(argv[2], argv[3], argv[4], *map(int, argv[5:])))
-    else:
-        sys.exit(__doc__)
-
-
-if __name__ == '__main__':
-    main(sys.argv)

@@ -1,13 +1,12 @@
-#!/usr/bin/env python3
 """The parity table of `make reference`: the last lab's kernel (the 6.1
 port) and Debian's 6.12 (upstream pidfs), behaviour by behaviour.
 
-  ref-table.py LAB LAB_PARITY_LOG REF_PARITY_LOG LAB_TEST_LOG REF_TEST_LOG
-               KCONFIG_IGNORED POLICYCAPS_DROPPED OUTPUT
+  table(LAB, LAB_PARITY_LOG, REF_PARITY_LOG, LAB_TEST_LOG, REF_TEST_LOG,
+        KCONFIG_IGNORED, POLICYCAPS_DROPPED, OUTPUT)
 
 The parity logs are VM consoles holding LAB_PARITY "key=value" lines
 (vm/guest/pidfd_parity.c); the test logs are `run-tests` consoles (TAP
-framed by LAB-TEST-BEGIN/END, counted by vm/check/tap-summary.py); KCONFIG_IGNORED
+framed by LAB-TEST-BEGIN/END, counted by tap.parse()); KCONFIG_IGNORED
 lists the config symbols 6.12 does not have (kit/kbuild.py);
 POLICYCAPS_DROPPED the SELinux policy capabilities left out of 6.12's
 policy because Debian's checkpolicy does not know them
@@ -17,13 +16,9 @@ Every difference between the two kernels needs an entry in KNOWN below,
 which says why: an unexplained difference is printed as such and the
 script exits 1. So does a behaviour one kernel did not report at all.
 """
-import importlib.util
-import os
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, '..', 'check'))
-import tap as markers  # noqa: E402  the console markers, defined once
+from . import tap as markers
 
 # (behaviour, value on the port, value on 6.12) -> why they differ.
 # A difference with other values than these is unexplained: when a lab
@@ -45,7 +40,7 @@ KNOWN = {
 }
 
 # Lab tests that fail on one kernel for a known reason: (kernel, the
-# failure as vm/check/tap-summary.py names it) -> why. kernel is 'port' or '6.12'.
+# failure as tap.parse() names it) -> why. kernel is 'port' or '6.12'.
 # Any other failure fails `make reference`.
 KNOWN_FAILURES = {
 }
@@ -128,14 +123,6 @@ LABELS = {
 }
 
 
-def load_tap_summary():
-    spec = importlib.util.spec_from_file_location(
-        'tap_summary', os.path.join(HERE, '..', 'check', 'tap-summary.py'))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def parity(path):
     """key -> value, in the order the program printed them."""
     out = {}
@@ -151,13 +138,13 @@ def parity(path):
     return out
 
 
-def counts(tap, path, group):
+def counts(path, group):
     """'N passed, N failed' and the names of the failures (a missing
     log or a group that ran nothing counts as a failure)."""
     c = {'pass': 0, 'fail': 0, 'skip': 0}
     failed = []
     try:
-        for prog, status, name in tap.parse(path):
+        for prog, status, name in markers.parse(path):
             if (prog or '').startswith(group + '/'):
                 c[status] += 1
                 if status == 'fail':
@@ -186,9 +173,9 @@ def label(key):
     return LABELS.get(key, key.replace('_', ' '))
 
 
-def main(argv):
-    lab, lab_par, ref_par, lab_log, ref_log, not_in, dropped, output = argv[1:9]
-    tap = load_tap_summary()
+def table(lab, lab_par, ref_par, lab_log, ref_log, not_in, dropped, output):
+    """The table into output and on stdout; 1 when a difference is
+    unexplained."""
     a, b = parity(lab_par), parity(ref_par)
     short = 'lab ' + lab.split('-')[0]
     rows, bad = [], 0
@@ -204,7 +191,7 @@ def main(argv):
         elif (k, va, vb) in KNOWN:
             note = KNOWN[(k, va, vb)]
         else:
-            note = 'UNEXPLAINED: add it to KNOWN in vm/compare/ref-table.py'
+            note = 'UNEXPLAINED: add it to KNOWN in kit/ref_table.py'
             bad += 1
         rows.append((label(k), va, vb, note))
 
@@ -220,8 +207,8 @@ def main(argv):
 
     for group, what in (('tests', f'{lab} tests (solution)'),
                         ('selftests', 'pidfd selftests (own tree)')):
-        ca, fa = counts(tap, lab_log, group)
-        cb, fb = counts(tap, ref_log, group)
+        ca, fa = counts(lab_log, group)
+        cb, fb = counts(ref_log, group)
         ka, ua = failures(fa, 'port')
         kb, ub = failures(fb, '6.12')
         notes = ka + kb
@@ -282,7 +269,3 @@ def main(argv):
         f.write(text)
     sys.stdout.write(text)
     return 1 if bad else 0
-
-
-if __name__ == '__main__':
-    sys.exit(main(sys.argv))

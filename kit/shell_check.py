@@ -1,9 +1,7 @@
-#!/usr/bin/env python3
-"""The lab VM's shell, driven as an attendee drives it, on a terminal.
+"""The lab VM's shell, driven as an attendee drives it, on a terminal:
+run(lab, kernel, tap, env), for make test's skeleton boot.
 
-  shell-check.py LAB BZIMAGE KERNEL_SRC KERNEL_OUT INITRD EXERCISE_DIR TAP [KERNEL_ARGS]
-
-Boots the VM (python3 -m kit qemu) in shell mode on a pseudo-terminal (what
+Boots the VM (qemu.Qemu) in shell mode on a pseudo-terminal (what
 `make lab` does on a real one), types at its prompt and writes what it saw
 as TAP:
 
@@ -16,8 +14,8 @@ as TAP:
   - `poweroff` ends QEMU.
 
 The exercise sources are copied first; EXERCISE_DIR is never written.
-KERNEL_SRC and KERNEL_OUT are the booted kernel's tree and O= folder, whose
-headers make programs compiles against (python3 -m kit programs).
+The kernel's tree and O= folder give the headers make programs compiles
+against (images.Image.programs()).
 """
 import os
 import pty
@@ -26,14 +24,16 @@ import select
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import tap as taplib  # noqa: E402  the markers and TAP writing, defined once
+from pathlib import Path
 
-KIT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from . import tap as taplib
+from .images import Image
+from .labs import build_dir
+from .qemu import Qemu
+
 # busybox's line editor asks where the cursor is (ESC [ 6 n) after the prompt;
 # a terminal answers, and so does Vm.expect().
 DSR = b'\x1b[6n'
@@ -42,17 +42,21 @@ MARK = 'edited-in-place'
 
 
 class Vm:
-    def __init__(self, kernel, initrd, live, append=''):
-        env = dict(os.environ)
+    def __init__(self, bzimage, initrd, live, append='', env=None):
+        env = dict(os.environ if env is None else env)
         env.pop('GDB', None)
         env.pop('WAIT', None)
         append = (append + ' lab.selftests=0').strip()
-        log = os.path.join(os.environ.get('BUILD') or os.path.join(KIT, 'build'), 'vm-shell.log')
+        qemu = Qemu.from_env('shell', bzimage, initrd, build_dir() / 'vm-shell.log', env, append=append,
+                             name='shell check', live_dir=Path(live))
         self.pid, self.fd = pty.fork()
         if self.pid == 0:
-            os.chdir(KIT)
-            os.execve(sys.executable, [sys.executable, '-m', 'kit', 'qemu', 'shell', kernel, initrd, log,
-                                       '--append', append, '--name', 'shell check', '--live', live], env)
+            # The child is make lab's process on a terminal, the pty.
+            rc = 1
+            try:
+                rc = qemu.run()
+            finally:
+                os._exit(rc)
         self.out = b''
         self.transcript = b''
 
@@ -134,11 +138,12 @@ def edit_program(exdir):
     return None
 
 
-def main(argv):
-    if len(argv) not in (8, 9):
-        sys.exit(__doc__)
-    lab, kernel, ksrc, kout, initrd, exdir, tap = argv[1:8]
-    append = argv[8] if len(argv) == 9 else ''
+def run(lab, kernel, initrd, exdir, tap, append='', env=None):
+    """The shell check of the VM of kernel (kernels.Kernel) and initrd,
+    with the programs of exdir (copied first, never written), as TAP in
+    tap; whether every step passed. env: the user's settings (os.environ
+    by default)."""
+    env = os.environ if env is None else env
     results = []
 
     def check(ok, what, note=''):
@@ -149,11 +154,10 @@ def main(argv):
     live, src = os.path.join(work, 'live'), os.path.join(work, 'src')
     os.mkdir(live)
     shutil.copytree(exdir, src)
-    build = [sys.executable, '-m', 'kit', 'programs', lab, src, live, '--kernel-src', ksrc,
-             '--kernel-out', kout]
-    vm = Vm(kernel, initrd, live, append)
+    image = Image(lab, Path(src), kernel.src, kernel.out)
+    vm = Vm(kernel.bzimage, initrd, live, append, env)
     try:
-        booted = vm.expect(PROMPT, float(os.environ.get('BOOT_TIMEOUT', 120)))
+        booted = vm.expect(PROMPT, float(env.get('BOOT_TIMEOUT') or 120))
         if not check(booted, 'the VM shell shows its prompt'):
             raise StopIteration
 
@@ -172,17 +176,18 @@ def main(argv):
         prog = edit_program(src)
         if check(prog, 'an exercise program to edit'):
             start = time.time()
-            built = subprocess.run(build, cwd=KIT, stdout=subprocess.DEVNULL,
-                                   stderr=subprocess.PIPE, text=True)
+            with tempfile.TemporaryFile('w+') as err:
+                built = image.programs(live, stdout=subprocess.DEVNULL, stderr=err)
+                err.seek(0)
+                said = err.read()
             out = vm.command(f'{prog} | head -n 1', 60) or ''
             took = time.time() - start
-            check(built.returncode == 0 and MARK in out,
+            check(built and MARK in out,
                   f'make programs: the edited {prog} runs in the running VM',
-                  f'{took:.1f} s from the edit to its output'
-                  + ('' if built.returncode == 0 else ': ' + built.stderr[-300:]))
+                  f'{took:.1f} s from the edit to its output' + ('' if built else ': ' + said[-300:]))
 
         out = vm.command('run-tests 2>&1 | tail -n 2; echo ran-$((40 + 2))',
-                         float(os.environ.get('TIMEOUT', 900)))
+                         float(env.get('TIMEOUT') or 900))
         check(out and 'ran-42' in out, 'run-tests | tail returns')
         out = vm.command('ps', 20) or ''
         left = [l for l in out.splitlines() if '/lab/' in l and '_test' in l]
@@ -202,8 +207,4 @@ def main(argv):
     for ok, what, note in results:
         out.result(ok, f'shell: {what}' + (f' # {note}' if note else ''))
     out.write(tap)
-    return 0 if all(ok for ok, _, _ in results) else 1
-
-
-if __name__ == '__main__':
-    sys.exit(main(sys.argv))
+    return all(ok for ok, _, _ in results)

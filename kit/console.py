@@ -1,7 +1,5 @@
-#!/usr/bin/env python3
-"""Run a lab VM without a terminal and watch its two serial ports.
-
-  console.py LOG BOOT_TIMEOUT TIMEOUT ECHO STOP_STUCK ACCEL -- QEMU_COMMAND...
+"""Run a lab VM without a terminal and watch its two serial ports:
+run(log, boot_timeout, timeout, echo, stop_stuck, accel, command).
 
 The guest's userspace (tests, markers, demos) writes to its first serial
 port, the kernel's console is the second, at every log level: a WARNING's
@@ -9,7 +7,7 @@ stack, lockdep's report or an RCU stall's backtrace is printed at levels a
 terminal hides, and a kernel line never cuts a line of TAP in two. QEMU
 writes the ports to LOG.ttyS0 and LOG.ttyS1; this merges their whole lines, in the order
 they arrive, into LOG (and to stdout when ECHO is 1), and hands every kernel
-line to the report finder (vm/check/kreport.py).
+line to the report finder (kreport).
 
 It stops the VM early, instead of waiting out TIMEOUT:
   - when the guest has not reached userspace within BOOT_TIMEOUT;
@@ -24,7 +22,7 @@ cond_resched() is no soft lockup, a task that sleeps interruptibly is no
 hung task. So it first asks QEMU's monitor for every vCPU's registers, a
 few times, and for the stack of each CPU the last time caught running
 kernel code, and appends them to LOG between kreport.REGS_BEGIN and
-REGS_END lines, for kreport.py to say where each CPU was and which code
+REGS_END lines, for kreport to say where each CPU was and which code
 addresses its stack holds. Not with STOP_STUCK 0: the CPUs are where a
 debugger left them.
 
@@ -38,13 +36,11 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'check'))
-import kreport  # noqa: E402
-import tap  # noqa: E402
+from . import kreport, tap
+from .output import Output
 
 # What the kernel still prints after a stuck report: the other CPU's
 # backtrace, the stall's second half. Seconds.
@@ -98,10 +94,9 @@ def stop_vm(qemu):
             qemu.wait()
 
 
-def say_stopped(log, why, hint, lines):
-    err = sys.stderr
+def say_stopped(err, log, why, hint, lines):
     print(f"vm: {why}", file=err)
-    # A kernel report is shown decoded next (tap-summary.py): its raw
+    # A kernel report is shown decoded next (verdicts.summary): its raw
     # tail here would only push it off the screen.
     if any(kreport.kernel_line(line) is not None and kreport.find([line]) for line in lines):
         hint = "the kernel's report follows in the result, decoded to file and line"
@@ -183,7 +178,10 @@ def vcpu_registers(path, samples=SAMPLES, wait=5.0):
     return out
 
 
-def run(log, boot_timeout, timeout, echo, stop_stuck, accel, command):
+def run(log, boot_timeout, timeout, echo, stop_stuck, accel, command, stdout=None, stderr=None):
+    """The guest's verdict: 0 passed, 1 failed, 2 none. Lines go where
+    stdout and stderr say (None: this process's own), QEMU's too."""
+    output = Output(stdout, stderr)
     user_port, kernel_port = Port(log + '.ttyS0', False), Port(log + '.ttyS1', True)
     for p in (user_port.path, kernel_port.path):
         open(p, 'wb').close()
@@ -200,7 +198,7 @@ def run(log, boot_timeout, timeout, echo, stop_stuck, accel, command):
         command = command + ['-qmp', f'unix:{monitor},server=on,wait=off']
     limit = None
     start = time.monotonic()
-    qemu = subprocess.Popen(command, stdin=subprocess.DEVNULL)
+    qemu = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=output.stdout, stderr=output.stderr)
     why = None
 
     def take(final=False):
@@ -217,7 +215,7 @@ def run(log, boot_timeout, timeout, echo, stop_stuck, accel, command):
             merged.append(line)
             out.write(line + '\n')
             if echo:
-                print(line, flush=True)
+                print(line, file=output.out, flush=True)
             if booted is None and line.startswith(boot_ok):
                 booted = time.monotonic() - start
         out.flush()
@@ -252,7 +250,7 @@ def run(log, boot_timeout, timeout, echo, stop_stuck, accel, command):
             try:
                 registers = vcpu_registers(monitor)
             except (OSError, ValueError) as e:
-                print(f'vm: no vCPU registers from QEMU\'s monitor ({e})', file=sys.stderr)
+                print(f'vm: no vCPU registers from QEMU\'s monitor ({e})', file=output.err)
             else:
                 # The console up to the stop first, so that the dump ends
                 # the log. Not echoed: the result shows it decoded.
@@ -272,9 +270,9 @@ def run(log, boot_timeout, timeout, echo, stop_stuck, accel, command):
         if monitor:
             shutil.rmtree(os.path.dirname(monitor), ignore_errors=True)
     took = time.monotonic() - start
-    print(f'  RAN      {took:.0f} s, of a limit of {timeout:.0f} s (TIMEOUT=seconds)', flush=True)
+    print(f'  RAN      {took:.0f} s, of a limit of {timeout:.0f} s (TIMEOUT=seconds)', file=output.out, flush=True)
     if why:
-        say_stopped(log, why[0], why[1], merged)
+        say_stopped(output.err, log, why[0], why[1], merged)
         return 2
     rc = qemu.returncode
     if rc == 1:
@@ -282,20 +280,9 @@ def run(log, boot_timeout, timeout, echo, stop_stuck, accel, command):
     if rc == 3:
         return 1
     if booted is None:
-        say_stopped(log, f'QEMU exited (status {rc}) before the guest reached userspace',
+        say_stopped(output.err, log, f'QEMU exited (status {rc}) before the guest reached userspace',
                     'look for a kernel report or a panic above', merged)
     else:
-        say_stopped(log, f'QEMU exited with status {rc} without a verdict from the guest',
+        say_stopped(output.err, log, f'QEMU exited with status {rc} without a verdict from the guest',
                     'a kernel panic or a crashed init; see the console above', merged)
     return 2
-
-
-def main(argv):
-    if len(argv) < 9 or argv[7] != '--':
-        sys.exit(__doc__)
-    return run(argv[1], float(argv[2]), float(argv[3]), argv[4] == '1', argv[5] == '1', argv[6],
-               argv[8:])
-
-
-if __name__ == '__main__':
-    sys.exit(main(sys.argv))

@@ -1,7 +1,5 @@
-#!/usr/bin/env python3
 """An attendee's way through `make solution` and back, on a copy of a lab.
-
-  exercise-roundtrip.py LAB_DIR TREE OUT.tap
+run(LAB_DIR, TREE, OUT.tap).
 
 The steps are the commands the Makefile runs, in the order a stuck attendee
 types them, on a scratch copy of LAB_DIR (the real exercises/ are never
@@ -20,23 +18,29 @@ touched):
 
 TREE is the lab's patched kernel tree (marker patches render against it).
 """
+import io
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
+from contextlib import redirect_stdout
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-import tap  # noqa: E402
+from . import exercises, tap
+from .labs import LabError
 
-EXERCISES = os.path.join(os.path.dirname(HERE), 'kernel', 'exercises.py')
+VERBS = {'skel': lambda src, out, tree: exercises.write_tree(src, out, True, tree),
+         'sync': exercises.sync, 'solution': exercises.solution, 'fresh': exercises.fresh}
 
 
-def run(*args):
-    """exercises.py as the Makefile calls it; its output, or None on failure."""
-    p = subprocess.run([sys.executable, EXERCISES, *args], capture_output=True, text=True)
-    return p.stdout if p.returncode == 0 else None
+def step(verb, *args):
+    """One step as the Makefile's target takes it; what it said, or None
+    when it refused."""
+    said = io.StringIO()
+    try:
+        with redirect_stdout(said):
+            VERBS[verb](*args)
+    except LabError:
+        return None
+    return said.getvalue()
 
 
 def tree_files(top):
@@ -57,7 +61,7 @@ def pick_edits(names):
     return picks
 
 
-def roundtrip(lab_dir, tree, out):
+def run(lab_dir, tree, out):
     result = tap.Tap()
     lab = os.path.basename(lab_dir.rstrip('/'))
     with tempfile.TemporaryDirectory(prefix='roundtrip-') as d:
@@ -66,12 +70,10 @@ def roundtrip(lab_dir, tree, out):
         work = os.path.join(copy, 'exercises')
         # What the two runs of make test booted, rendered as make does.
         skel, sol = os.path.join(d, 'skel'), os.path.join(d, 'sol')
-        if run('skel', os.path.join(copy, 'solution'), skel, tree) is None:
+        if step('skel', os.path.join(copy, 'solution'), skel, tree) is None:
             result.result(False, f'{lab} round trip: the skeleton does not render')
             result.write(out)
             return
-        sys.path.insert(0, os.path.dirname(EXERCISES))
-        import exercises  # noqa: E402
         exercises.write_tree(os.path.join(copy, 'solution'), sol, False, tree)
 
         def holds(expect, what):
@@ -82,7 +84,7 @@ def roundtrip(lab_dir, tree, out):
                           + (f' (not so: {", ".join(bad)})' if bad else ''))
 
         def sync(after):
-            ok = run('sync', copy, state, tree) is not None
+            ok = step('sync', copy, state, tree) is not None
             result.result(ok, f'{lab} round trip: make exercises runs after {after}')
 
         sync('a fresh clone')
@@ -92,7 +94,7 @@ def roundtrip(lab_dir, tree, out):
         for kind, name in sorted(edits.items()):
             with open(os.path.join(work, name), 'a') as f:
                 f.write(f'/* the attendee\'s edit of a {kind} */\n')
-        solution_said = run('solution', copy, state, saved, tree)
+        solution_said = step('solution', copy, state, saved, tree)
         result.result(solution_said is not None, f'{lab} round trip: make solution runs')
         kept = {n: p for n, p in tree_files(saved).items()}
         for kind, name in sorted(edits.items()):
@@ -107,7 +109,7 @@ def roundtrip(lab_dir, tree, out):
         sync('make solution, a second time')
         holds(sol, 'the solution stays through a second sync')
         before = set(tree_files(saved))
-        fresh_said = run('fresh', copy, state, saved, tree)
+        fresh_said = step('fresh', copy, state, saved, tree)
         result.result(fresh_said is not None, f'{lab} round trip: make exercises FRESH=1 runs')
         new = {n: p for n, p in tree_files(saved).items() if n not in before}
         whole = sorted(n.split(os.sep, 2)[2] for n in new)
@@ -122,9 +124,3 @@ def roundtrip(lab_dir, tree, out):
         sync('FRESH=1')
         holds(skel, 'the skeleton stays through the sync of make check')
     result.write(out)
-
-
-if __name__ == '__main__':
-    if len(sys.argv) != 4:
-        sys.exit(__doc__)
-    roundtrip(sys.argv[1], sys.argv[2], sys.argv[3])

@@ -1,84 +1,26 @@
-#!/usr/bin/env python3
-"""Count test results in what the lab VMs printed, and say it plainly.
+"""What make test concludes from the results of a lab's runs, said plainly.
 
-  tap-summary.py LABEL=FILE...        one line per file, the failures and
-                                      skips by name, then "N passed, N failed"
-  tap-summary.py --skeleton LOG OUT   turn a skeleton run into TAP: every lab
-                                      test (tests/*, but tests/stress_*) must
-                                      fail on a skeleton
-  tap-summary.py --must-fail LOG OUT NAME PROGRAM TEST...
-                                      turn a mutation's run into TAP: each
-                                      named TEST of tests/PROGRAM must fail
-  tap-summary.py --must-report LOG OUT NAME SRC TITLE
-                                      a mutation that breaks the kernel: its
-                                      first kernel report has TITLE, and is
-                                      located at the line of SRC/kernel/...
-                                      that says MUTATION
-  tap-summary.py --must-not-build LOG OUT NAME SRC
-                                      a mutation that does not compile: the
-                                      build's errors name that line of SRC
+  summary(LABEL=FILE...)   one line per file, the failures and skips by
+                           name, then "N passed, N failed"
+  skeleton(LOG, OUT)       a skeleton run as TAP: every lab test (tests/*,
+                           but tests/stress_*) must fail on a skeleton
+  must_fail(...)           a mutation's run as TAP: each named test of
+                           tests/PROGRAM must fail
+  must_report(...)         a mutation that breaks the kernel: its first
+                           kernel report has the title named, and is located
+                           at the line of SRC/kernel/... that says MUTATION
+  must_not_build(...)      a mutation that does not compile: the build's
+                           errors name that line of SRC
 
-FILE is a VM console log (programs framed by LAB-TEST-BEGIN/END lines from
-vm/guest/run-tests) or a plain TAP file written by a host-side check.
-Exit status 1 when anything failed or nothing ran at all.
+A FILE is a VM console log (programs framed by LAB-TEST-BEGIN/END lines
+from vm/guest/run-tests) or a plain TAP file written by a host-side check,
+read by tap.parse().
 """
 import os
 import re
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import kreport  # noqa: E402  the kernel's reports
-import tap  # noqa: E402  the markers and TAP writing, defined once
-
-RESULT = re.compile(r'^(not ok|ok)\b\s*\d*\s*(.*)$')
-
-
-def parse(path, starts=None):
-    """Yield (program, status, name) with status in pass/fail/skip, or
-    leftover: a process the program left behind, once per process. With
-    @starts, a dict: each program's line number in the log goes there."""
-    prog, seen, bad = None, 0, 0
-    with open(path, errors='replace') as f:
-        lines = f.read().splitlines()
-    leftovers = set()
-    for i, line in enumerate(lines, 1):
-        if tap.is_marker(line, 'LAB_TEST_BEGIN'):
-            prog, seen, bad = tap.fields(line), 0, 0
-            if starts is not None:
-                starts.setdefault(prog, i)
-            continue
-        if tap.is_marker(line, 'LAB_TEST_END') and prog:
-            rc = int(line.rsplit('exit=', 1)[1])
-            if rc == 4 and seen == 0:
-                yield prog, 'skip', f'{prog}: skipped as a whole (exit 4)'
-            elif rc not in (0, 4) and bad == 0:
-                yield prog, 'fail', f'{prog}: exited {rc} with no failing test named'
-            elif seen == 0:
-                yield prog, 'fail', f'{prog}: ran no test'
-            prog = None
-            continue
-        if tap.is_marker(line, 'LAB_TEST_LEFTOVER') and prog:
-            # vm/guest/lab-run.c: a process the program left running,
-            # counted once however often an older lab-run said so.
-            if (prog, tap.fields(line)) not in leftovers:
-                leftovers.add((prog, tap.fields(line)))
-                yield prog, 'leftover', f'{prog}: left process {tap.fields(line)} running'
-            continue
-        m = RESULT.match(line)
-        if not m:
-            continue
-        seen += 1
-        name = m.group(2)
-        where = f'{prog}: {name}' if prog else name
-        if m.group(1) == 'not ok':
-            bad += 1
-            yield prog, 'fail', where
-        elif re.search(r'#\s*SKIP', name, re.I):
-            yield prog, 'skip', where
-        else:
-            yield prog, 'pass', where
-    if prog:
-        yield prog, 'fail', f'{prog}: never finished (the VM stopped inside it)'
+from . import kreport, tap
+from .tap import parse
 
 
 def kernel_report(path):
@@ -210,7 +152,7 @@ def mutation_lines(src):
     """(path shown, [lines]) of the lines that say MUTATION in a mutation's
     kernel files: where its report must point (a loop of two lines may be
     caught on either)."""
-    kit = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    kit = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     top = os.path.join(src, 'kernel')
     for d, _, names in os.walk(top):
         for n in sorted(names):
@@ -231,12 +173,12 @@ def must_report(log, out, mutant, src, title, transcript=None):
     """A mutation that breaks the kernel: the first report is the one it
     names, found and decoded, and it points at the mutated line. With
     @transcript, what an attendee would see of it is written there for the
-    book (vm/check/transcripts.py masks what varies)."""
+    book (transcripts.normalize() masks what varies)."""
     shown, line = mutation_line(src)
     out_tap = tap.Tap()
     text, report = kernel_report(log)
     if transcript and text:
-        import transcripts
+        from . import transcripts
         lab = os.path.basename(os.path.dirname(os.path.dirname(os.path.abspath(src))))
         # As make check shows it: the mutant's files are the attendee's.
         seen = re.sub(r'full console log: .*', f'full console log: build/labs/{lab}/check.log', text)
@@ -290,18 +232,3 @@ def must_not_build(log, out, mutant, src, transcript=None):
                    + (f' ({stray[0].strip()})' if stray else ''))
     out_tap.write(out)
     return 0
-
-
-if __name__ == '__main__':
-    if len(sys.argv) in (7, 8) and sys.argv[1] == '--must-report':
-        sys.exit(must_report(*sys.argv[2:]))
-    if len(sys.argv) in (6, 7) and sys.argv[1] == '--must-not-build':
-        sys.exit(must_not_build(*sys.argv[2:]))
-    if len(sys.argv) == 4 and sys.argv[1] == '--skeleton':
-        sys.exit(skeleton(sys.argv[2], sys.argv[3]))
-    if len(sys.argv) >= 7 and sys.argv[1] == '--must-fail':
-        sys.exit(must_fail(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5],
-                           sys.argv[6:]))
-    if len(sys.argv) < 2:
-        sys.exit(__doc__)
-    sys.exit(summary(sys.argv[1:]))

@@ -1,19 +1,17 @@
-#!/usr/bin/env python3
 """The kernel's reports in a lab VM's console: found, titled, decoded.
 
-  kreport.py show RECORD [--max N]
-      the reports in the console log of the boot RECORD describes, first
-      first: a title, the task and the test that ran, the call trace
-      decoded to file:line, the log's path
-  kreport.py after RECORD
-      the same, and nothing at all when there is no report (make lab's
-      last words)
-  kreport.py titles LOG
-      one title per line (make selftest reads real logs this way)
-  kreport.py record RECORD LOG VMLINUX SRC [OVERLAY_DIR]
-      write the boot record (JSON) that `show` and tap-summary.py read:
-      the log, the vmlinux that was booted, its tree, and the exercise
-      files laid over that tree (OVERLAY_DIR/kernel/PATH over SRC/PATH)
+  show(RECORD)     make report: the reports in the console log of the boot
+                   RECORD describes, first first: a title, the task and the
+                   test that ran, the call trace decoded to file:line
+  after(RECORD)    the same, and nothing at all when there is no report
+                   (make lab's last words)
+  find(LINES)      the reports of a console, titled (make selftest reads
+                   real logs this way)
+  write_record(RECORD, LOG, VMLINUX, SRC, OVERLAY_DIR)
+                   the boot record (JSON) that show() and the verdicts
+                   read: the log, the vmlinux that was booted, its tree,
+                   and the exercise files laid over that tree
+                   (OVERLAY_DIR/kernel/PATH over SRC/PATH)
 
 A report is what the kernel prints when it finds a bug in itself: an oops,
 a BUG or a general protection fault, a WARNING, KASAN and KFENCE, lockdep,
@@ -25,7 +23,7 @@ to blame is the first frame that is not the reporting machinery itself
 the generic entry code, again as pkg/report skips them.
 
 One more kind is not the kernel's: when a run reaches its time limit and
-no detector fired, vm/boot/console.py appends every vCPU's registers,
+no detector fired, kit/console.py appends every vCPU's registers,
 from QEMU's monitor, to the log; its title says where the CPUs were,
 "stuck: no kernel report before the time limit; CPU1 in clear_user_erms",
 and each kernel-mode RIP is decoded by addr2line on the booted vmlinux.
@@ -45,8 +43,7 @@ import re
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import tap  # noqa: E402  the console markers
+from . import tap
 
 # "[   12.345678] text": a kernel line (CONFIG_PRINTK_TIME); anything else
 # on the console is userspace.
@@ -141,7 +138,7 @@ class Report:
         self.ended = False
         self.decoded = None
 
-    # A report the kernel printed; tap-summary.py lists the tests after it
+    # A report the kernel printed; verdicts.summary() lists the tests after it
     # as its consequences.
     from_kernel = True
 
@@ -191,7 +188,7 @@ class Report:
         return None
 
 
-# The block vm/boot/console.py appends to the log when a run reaches its
+# The block kit/console.py appends to the log when a run reaches its
 # time limit: QEMU's "info registers -a", taken with the VM stopped. The
 # host writes it, not the guest: its lines have no time stamp.
 REGS_BEGIN = 'HOST-VCPU-REGISTERS'
@@ -576,7 +573,7 @@ def read_lines(path):
 
 def write_record(path, log, vmlinux, src, overlay_dir=None):
     """The facts about one boot that a report needs to be decoded."""
-    kit = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    kit = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     overlays = []
     top = os.path.join(overlay_dir, 'kernel') if overlay_dir else None
     if top and os.path.isdir(top):
@@ -703,7 +700,6 @@ def decode(report, vmlinux, src, overlays):
     return out
 
 
-FILE_LINE = re.compile(r'\(([\w./-]+\.[ch]):(\d+)')
 # A frame as decode_stacktrace.sh writes it: "func (fs/pidfs.c:86 ...)",
 # "RIP: 0010:func (fs/pidfs.c:86)".
 DECODED = re.compile(r'^\s*(?:\?\s+)?(?:RIP: \w+:)?[A-Za-z_][\w.]* \([\w./-]+:\d+')
@@ -730,15 +726,6 @@ def where(decoded, culprit, overlays):
                 # An inlined chain ends with the function the frame names.
                 best = '%s:%s' % found[-1]
     return best
-
-
-def overlays_of(specs):
-    """--overlay TREE_PATH=SHOWN pairs."""
-    out = []
-    for spec in specs:
-        tree_path, _, shown = spec.partition('=')
-        out.append((tree_path, shown))
-    return out
 
 
 def summary(path, vmlinux=None, src=None, overlays=(), most=1):
@@ -783,31 +770,19 @@ def summary(path, vmlinux=None, src=None, overlays=(), most=1):
     return '\n'.join(out), reports
 
 
-def main(argv):
-    if len(argv) in (6, 7) and argv[1] == 'record':
-        write_record(*argv[2:])
-        return 0
-    if len(argv) == 3 and argv[1] == 'titles':
-        for r in find(read_lines(argv[2])):
-            print(r.title())
-        return 0
-    if len(argv) == 3 and argv[1] == 'after':
-        text, _ = summary_of_record(argv[2], 3)
-        if text:
-            print('\nThe kernel reported a bug during this session:\n' + text)
-        return 0
-    if len(argv) in (3, 5) and argv[1] == 'show':
-        most = int(argv[4]) if len(argv) == 5 and argv[3] == '--max' else 3
-        rec = read_record(argv[2])
-        if not rec:
-            print(f'kreport.py: no boot record at {argv[2]}: boot the lab first (make lab)',
-                  file=sys.stderr)
-            return 1
-        text, _ = summary_of_record(argv[2], most)
-        print(text if text else f'no kernel report in {os.path.relpath(rec["log"])}')
-        return 0
-    sys.exit(__doc__)
+def after(record):
+    """make lab's last words: the session's reports, or nothing at all."""
+    text, _ = summary_of_record(record, 3)
+    if text:
+        print('\nThe kernel reported a bug during this session:\n' + text)
 
 
-if __name__ == '__main__':
-    sys.exit(main(sys.argv))
+def show(record, most=3):
+    """make report: the reports of the boot the record describes."""
+    rec = read_record(record)
+    if not rec:
+        print(f'kit: no boot record at {record}: boot the lab first (make lab)', file=sys.stderr)
+        return 1
+    text, _ = summary_of_record(record, most)
+    print(text if text else f'no kernel report in {os.path.relpath(rec["log"])}')
+    return 0

@@ -1,5 +1,4 @@
-"""The package's own checks, on made-up labs: python3 -m kit.selftest
-(make selftest runs it). Host only, seconds; no kernel, no VM."""
+"""The package's own checks, on made-up labs (make selftest runs them). Host only, seconds; no kernel, no VM."""
 import io
 import json
 import os
@@ -218,7 +217,7 @@ class Ahead(MadeUpKit):
             # make exercises: the attendee's copy, its kernel files included.
             (self.two.dir / 'exercises' / 'kernel').mkdir(parents=True, exist_ok=True)
         with mock.patch.object(kernels.Kernel, 'build', build), \
-                mock.patch.object(kernels.subprocess, 'run', side_effect=sync) as synced:
+                mock.patch.object(kernels.exercises, 'sync', side_effect=sync) as synced:
             self.assertEqual(kernels.ahead([self.one, self.two], say=lambda _: None), 0)
         self.assertEqual(built, [('01', None, 'default'), ('02', None, 'default'),
                                  ('02', 'work', 'default'), ('02', 'work', 'debug')])
@@ -287,8 +286,8 @@ class RunRecordLock(unittest.TestCase):
                     [sys.executable, '-c', 'from kit import qemu; r = qemu.live_record(4567); '
                      'print(r["bzImage"] if r else "")'],
                     cwd=labs.KIT, capture_output=True, text=True, env=dict(os.environ, BUILD=d)).stdout.strip())
-                return subprocess.CompletedProcess([], 0)
-            with mock.patch.object(qemu.subprocess, 'run', side_effect=lookup), \
+                return 0
+            with mock.patch.object(qemu.console, 'run', side_effect=lookup), \
                     mock.patch.object(qemu.shutil, 'which', return_value='/usr/bin/qemu'), \
                     mock.patch.object(qemu, 'port_listening', return_value=False), \
                     redirect_stdout(io.StringIO()), mock.patch('sys.stderr', io.StringIO()):
@@ -1368,6 +1367,3 @@ class RealLabs(unittest.TestCase):
                     self.assertTrue(m.must_fail or m.must_report or m.must_not_build)
                     self.assertTrue(m.changed_files())
 
-
-if __name__ == '__main__':
-    unittest.main()

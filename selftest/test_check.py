@@ -1,20 +1,19 @@
-#!/usr/bin/env python3
 """`make selftest`: the harness's own parsers, on made-up input, no VM.
 
 What make test believes comes from a few parsers: the TAP counts
-(tap-summary.py), the exercise rendering (exercises.py), the transcript
-masking (transcripts.py), the build progress filter (kbuild-progress.awk),
-and the kernel report parser (kreport.py) on real console logs, with the vCPUs' registers and stacks
-console.py takes from QEMU's monitor at a time limit (from a stand-in
+(kit.tap, kit.verdicts), the exercise rendering (kit.exercises), the
+transcript masking (kit.transcripts), the build progress filter
+(vm/kernel/kbuild-progress.awk), and the kernel report parser
+(kit.kreport) on real console logs, with the vCPUs' registers and stacks
+kit.console takes from QEMU's monitor at a time limit (from a stand-in
 QEMU, decoded on a small ELF built here). A bug there turns a failing
 lab into a green run, so each gets cases whose answer is known, including
-the ones that must come out as failures (kit/selftest.py checks the
+the ones that must come out as failures (test_kit.py checks the
 package: Debian's 6.1.y versions on a made-up tarball, the hard links the
 trees share, Kbuild's shortcuts and ccache's settings). Seconds, on the
 host only.
 """
 import contextlib
-import importlib.util
 import io
 import os
 import re
@@ -24,21 +23,14 @@ import sys
 import tempfile
 import unittest
 
-# vm/, whose stage folders (build/, check/...) hold the scripts under test.
-VM = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from kit import console, exercises, kreport, transcripts
+from kit.labs import LabError
+from kit import tap as taplib
+from kit import verdicts as tap
 
-
-def load(name):
-    spec = importlib.util.spec_from_file_location(os.path.basename(name).replace('-', '_'),
-                                                  os.path.join(VM, name + '.py'))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-tap = load('check/tap-summary')
-exercises = load('kernel/exercises')
-transcripts = load('check/transcripts')
+HERE = os.path.dirname(os.path.abspath(__file__))
+KIT = os.path.dirname(HERE)
+VM = os.path.join(KIT, 'vm')
 
 
 def write(path, text):
@@ -137,8 +129,7 @@ class TapSummary(unittest.TestCase):
         self.assertEqual(got.count('leftover'), 1)
 
 
-kreport = load('check/kreport')
-REPORTS = os.path.join(VM, 'check', 'reports')
+REPORTS = os.path.join(HERE, 'reports')
 
 
 def report_corpus():
@@ -184,7 +175,7 @@ def result_of(path):
 
 class KernelReports(unittest.TestCase):
     """The report parser on real console logs of make test's mutations
-    (vm/check/reports/NAME.log, whose first line says "# title: ..." and
+    (selftest/reports/NAME.log, whose first line says "# title: ..." and
     "# culprit: ..."), as syzkaller tests pkg/report on its corpus."""
 
     def corpus(self):
@@ -263,9 +254,8 @@ class KernelReports(unittest.TestCase):
         self.fail('no corpus log says "# grouped: yes"')
 
 
-console = load('boot/console')
 
-# A stand-in for qemu-system-x86_64 in console.py's run: the guest boots
+# A stand-in for qemu-system-x86_64 in console.run(): the guest boots
 # (ttyS0 is its -serial file:), then only its QMP monitor answers, with
 # events in between, as QEMU's does: a register dump of three vCPUs (CPU0
 # halted in the kernel, CPU1 in user mode, CPU2 running kernel code on a
@@ -327,9 +317,9 @@ time.sleep(60)
 
 
 class TimeLimit(unittest.TestCase):
-    """A run that reaches its time limit with no kernel report: console.py
+    """A run that reaches its time limit with no kernel report: kit.console
     asks QEMU's monitor for the vCPUs' registers and the stacks of those
-    in the kernel, kreport.py says where each CPU was and which code
+    in the kernel, kreport says where each CPU was and which code
     addresses its stack holds, and the result shows it first. The corpus
     logs with a "# cpus: CPU0 user, CPU1 busy" line are real dumps (busy,
     user or idle in every sample); one with "# stacks: CPU0 105" has the
@@ -611,22 +601,22 @@ class Markers(unittest.TestCase):
     shell and the host's parsers all read that one file."""
 
     def test_header_is_the_source(self):
-        markers = tap.tap.read_markers()
+        markers = taplib.read_markers()
         self.assertEqual(markers['LAB_TEST_BEGIN'], 'LAB-TEST-BEGIN')
         self.assertIn('LAB_BOOT_OK', markers)
         with tempfile.TemporaryDirectory() as d:
             hdr = os.path.join(d, 'markers.h')
             write(hdr, '#define LAB_TEST_BEGIN\t\t"T-BEGIN"\n')
-            self.assertEqual(tap.tap.read_markers(hdr), {'LAB_TEST_BEGIN': 'T-BEGIN'})
+            self.assertEqual(taplib.read_markers(hdr), {'LAB_TEST_BEGIN': 'T-BEGIN'})
 
     def test_no_marker_text_outside_the_header(self):
         # Every other file names them by macro or variable, not by text.
-        values = tap.tap.read_markers().values()
-        for root in ('guest', 'check', 'compare', 'boot', 'kernel'):
-            for dirpath, _, names in os.walk(os.path.join(VM, root)):
+        values = taplib.read_markers().values()
+        for root in ('vm', 'kit'):
+            for dirpath, _, names in os.walk(os.path.join(KIT, root)):
                 for name in names:
                     path = os.path.join(dirpath, name)
-                    if name in ('markers.h', 'selftest.py') or name.endswith('.pyc'):
+                    if name in ('markers.h',) or name.endswith('.pyc'):
                         continue
                     with open(path, errors='replace') as f:
                         code = [line for line in f
@@ -637,7 +627,7 @@ class Markers(unittest.TestCase):
                         self.assertEqual(hits, [], f'{path} spells the marker {value}')
 
     def test_number(self):
-        out = tap.tap.number(['ok a\n', '# why\n', 'not ok b\n']).text()
+        out = taplib.number(['ok a\n', '# why\n', 'not ok b\n']).text()
         self.assertEqual(out, 'TAP version 13\nok 1 a\n# why\nnot ok 2 b\n1..2\n')
 
 
@@ -674,7 +664,7 @@ class Exercises(unittest.TestCase):
         self.assertEqual(sol, SOLUTION.replace('TODO 1/2', 'TODO 1'))
 
     def test_marker_past_the_end_is_an_error(self):
-        with self.assertRaises(SystemExit):
+        with self.assertRaises(LabError):
             exercises.render(['/* TODO 1/5: too many */\n', 'x;\n'], True)
 
     def test_sync_and_solution_never_lose_an_edit(self):
@@ -778,7 +768,7 @@ class MarkerPatch(unittest.TestCase):
     def test_renders_the_tree_file_with_markers(self):
         self.assertEqual(self.render(), 'int a;\nint f(void)\n{\n\t/* TODO 1: count to two */\n'
                                         '\treturn n;\n}\n')
-        self.assertEqual(exercises.verify_kernel(self.sol, self.tree), 0)
+        self.assertEqual(exercises.verify_kernel(self.sol, self.tree, os.path.join(self.dir.name, 'v.tap')), 0)
 
     def test_follows_a_file_that_moved(self):
         # A 6.1.y update added lines above: same context, another place.
@@ -787,15 +777,15 @@ class MarkerPatch(unittest.TestCase):
 
     def test_changed_context_is_an_error(self):
         write(os.path.join(self.tree, 'fs', 'g.c'), TREE_FILE.replace('n++', 'n += 1'))
-        with self.assertRaises(SystemExit):
+        with self.assertRaises(LabError):
             self.render()
-        self.assertEqual(exercises.verify_kernel(self.sol, self.tree), 1)
+        self.assertEqual(exercises.verify_kernel(self.sol, self.tree, os.path.join(self.dir.name, 'v.tap')), 1)
 
     def test_only_markers_may_be_added(self):
         for bad in (self.patch.replace('+\t/* TODO', '+\tint evil;\n+\t/* TODO'),
                     self.patch.replace(' \tn++;', '-\tn++;')):
             write(os.path.join(self.sol, 'kernel', 'fs', 'g.c.todo'), bad)
-            with self.assertRaises(SystemExit):
+            with self.assertRaises(LabError):
                 self.render()
 
     def test_a_whole_kernel_file_is_refused(self):
@@ -803,20 +793,20 @@ class MarkerPatch(unittest.TestCase):
         # a hand would keep it in step.
         os.remove(os.path.join(self.sol, 'kernel', 'fs', 'g.c.todo'))
         write(os.path.join(self.sol, 'kernel', 'fs', 'g.c'), MARKED_FILE)
-        with self.assertRaises(SystemExit) as e:
+        with self.assertRaises(LabError) as e:
             self.render()
         self.assertIn('todo-patch', str(e.exception))
         with contextlib.redirect_stdout(io.StringIO()):
-            self.assertEqual(exercises.verify_kernel(self.sol, self.tree), 1)
+            self.assertEqual(exercises.verify_kernel(self.sol, self.tree, os.path.join(self.dir.name, 'v.tap')), 1)
 
     def test_a_marker_patch_belongs_to_the_kernel(self):
         write(os.path.join(self.sol, 'f.c.todo'), self.patch)
-        with self.assertRaises(SystemExit) as e:
+        with self.assertRaises(LabError) as e:
             self.render()
         self.assertIn('under kernel/', str(e.exception))
 
     def test_no_tree_says_what_to_do(self):
-        with self.assertRaises(SystemExit) as e:
+        with self.assertRaises(LabError) as e:
             exercises.write_tree(self.sol, os.path.join(self.dir.name, 'x'), True, None)
         self.assertIn('make kernel LAB=NN', str(e.exception))
 
@@ -890,9 +880,3 @@ class BuildProgress(unittest.TestCase):
         self.assertTrue(out[4].startswith('../../src/fs/pidfs.cx'), out[4])
         self.assertTrue(out[5].startswith('../../../src/fs/pidfs.c'), out[5])
         self.assertTrue(out[6].startswith('../../src/include/linux/pid.h'), out[6])
-
-
-if __name__ == '__main__':
-    # Quiet parsers: their own prints are not the selftest's output.
-    result = unittest.main(argv=[sys.argv[0], '-v'], exit=False, buffer=True).result
-    sys.exit(0 if result.wasSuccessful() else 1)
