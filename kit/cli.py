@@ -48,9 +48,24 @@ def check(user, lab):
     if not log.is_file():
         print('  NO RUN   the kernel or the programs did not build: the first error above names your file')
         return 1
+    for todo, where in debug_only_todos(lab, flavour_of(user)):
+        print(f'  NOTE     TODO {todo}: its commonest mistake shows only on the {where} kernel: '
+              f'make check LAB={lab.number} DEBUG=1 checks it')
     r = Results()
     r.add(f'{lab.name} (your exercises)', log)
     return r.summary()
+
+
+def debug_only_todos(lab, flavour):
+    """The TODOs whose wrong answers the kit catches only on another
+    kernel flavour than this run's (lab 03's RCU section: KASAN)."""
+    out = []
+    answers = [m for m in lab.mutations() if m.todos]
+    for todo in lab.todo_numbers():
+        mine = [m for m in answers if todo in m.todos]
+        if mine and all(m.flavour != flavour for m in mine):
+            out.append((todo, mine[0].flavour))
+    return out
 
 
 def exercises_verb(lab, fresh=False, put_solution=False):

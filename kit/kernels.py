@@ -206,6 +206,9 @@ def which_kernel(lab, purpose, flavour='default', exercises=None, variant=None, 
     if purpose == 'variant':
         return Kernel(lab, flavour, 'variant-' + variant.name, series=variant.series)
     if purpose == 'mutation':
+        if not mutation.kernel_files(lab):
+            # A wrong answer in a program: the lab's own kernel.
+            return Kernel(lab, flavour)
         if mutation_needs_own_tree(lab, mutation):
             return Kernel(lab, flavour, 'variant-' + mutation.name, series=mutation.series_file(lab))
         return Kernel(lab, flavour, 'skeleton', overlay=Path(exercises).resolve() if exercises else None)
@@ -215,7 +218,7 @@ def which_kernel(lab, purpose, flavour='default', exercises=None, variant=None, 
 def mutation_needs_own_tree(lab, mutation):
     """Whether a mutation changes kernel files that are not exercises."""
     exercise_files = set(lab.kernel_exercise_files())
-    return any(f not in exercise_files for f in mutation.changed_files())
+    return any(f not in exercise_files for f in mutation.kernel_files(lab))
 
 
 def ahead(labs=None, say=lambda text: print(text, flush=True)):

@@ -121,7 +121,13 @@ class Mutation(BootHeaders):
       # must-not-build: yes         the compiler's error names that line
       # flavour: debug              built as the debug kernel (DEBUG=1 only)
       # append: ARGS                booted with these kernel arguments
-      # by-hand: WHY                make test leaves it to a person"""
+      # by-hand: WHY                make test leaves it to a person
+      # todo: N [N...]              a wrong answer to those TODOs of the
+                                    lab's exercises (make test counts them)
+
+    A mutation patches the lab's kernel tree (a/fs/pidfs.c), or, a wrong
+    answer to a userspace TODO, one of the solution's programs (a/broker.c):
+    a file the solution folder holds at that path is a program."""
     name: str
     patch: Path
     headers: dict = field(default_factory=dict, compare=False)
@@ -145,6 +151,18 @@ class Mutation(BootHeaders):
 
     def changed_files(self):
         return changed_files(self.patch)
+
+    @property
+    def todos(self):
+        """The TODO numbers it answers wrong, [] for a bug of the series."""
+        return [int(n) for n in re.findall(r'\d+', self.headers.get('todo', ''))]
+
+    def program_files(self, lab):
+        """The solution's programs it changes (the rest: kernel files)."""
+        return [f for f in self.changed_files() if (lab.solution / f).is_file()]
+
+    def kernel_files(self, lab):
+        return [f for f in self.changed_files() if not (lab.solution / f).is_file()]
 
     def series_file(self, lab):
         """A series file for the lab's tree with the mutation on top: the
@@ -194,6 +212,15 @@ class Lab:
 
     def out(self, flavour='default', tree=None):
         return self.root(tree) / 'out' / flavour
+
+    def todo_numbers(self):
+        """Every TODO number the lab's exercises have, programs and
+        kernel files alike ("TODO 3/2:" in solution/)."""
+        found = set()
+        for f in sorted(self.solution.rglob('*')):
+            if f.is_file():
+                found.update(int(n) for n in re.findall(r'TODO (\d+)/\d+:', f.read_text(errors='replace')))
+        return sorted(found)
 
     def kernel_exercise_files(self):
         """The tree paths of the lab's kernel exercises: each is a marker

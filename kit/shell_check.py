@@ -125,7 +125,7 @@ def edit_program(exdir):
         if not name.endswith('.c'):
             continue
         path = os.path.join(exdir, name)
-        text = open(path).read()
+        text = Path(path).read_text()
         m = re.search(r'^int main\([^)]*\)\n\{\n', text, re.M)
         if m:
             # Split so that the typed command line never contains MARK.

@@ -33,6 +33,7 @@ from pathlib import Path
 from .labs import KIT, LabError, build_dir, resolve
 from .results import Results
 from . import exercises, roundtrip, transcripts, verdicts
+from .tap import parse as tap_parse
 from .kernels import which_kernel
 from .vm import Boot, gdb_check
 
@@ -98,23 +99,26 @@ class LabSuite:
         if (lab.solution / 'kernel').is_dir():
             exercises.verify_kernel(str(lab.solution), str(lab.src()), str(self.add('kernel-solution.tap')))
 
-        self.skeleton_checks()
+        self.guarded('skeleton', self.skeleton_checks)
         for flavour in lab.flavours():
-            self.flavour_check(flavour)
+            self.guarded(f'flavour-{flavour.name}', self.flavour_check, flavour)
         # A variant's "# flavour:" line says which kernel it is built as: a
         # normal run boots the default ones, DEBUG=1 the debug ones.
         for variant in lab.variants():
             if variant.flavour == self.main:
-                self.variant_check(variant)
+                self.guarded(f'variant-{variant.name}', self.variant_check, variant)
+        caught = {}
         for mutation in lab.mutations():
             if mutation.flavour != self.main:
                 continue
             if mutation.by_hand:
                 say(f'=== {lab.name}: mutation {mutation.name} is run by hand: {mutation.by_hand}')
-            else:
-                MutationCheck(lab, mutation, self.main, self.res, self.reports, self.results).run()
+                continue
+            check = MutationCheck(lab, mutation, self.main, self.res, self.reports, self.results)
+            caught[mutation.name] = self.guarded(f'mutant-{mutation.name}', check.run) is True
+        self.wrong_answers(caught)
         for script in lab.gdb_scripts():
-            self.gdb_script_check(script)
+            self.guarded(f'gdb-{script.stem}', self.gdb_script_check, script)
 
         transcripts.check(str(self.fresh), str(KIT / 'docs' / 'transcripts' / lab.name),
                           str(self.add('transcripts.tap')))
@@ -122,6 +126,43 @@ class LabSuite:
         if self.reports.is_dir() or book_reports.is_dir():
             transcripts.check(str(self.reports), str(book_reports), str(self.add('report-transcripts.tap')))
         self.tree_check()
+
+    def guarded(self, name, check, *args):
+        """One check of the lab; a check that stops on an error (a skeleton
+        or a mutation that does not build, a log never written) is recorded
+        as its own failure, and make test goes on with the rest."""
+        try:
+            return check(*args)
+        except (LabError, OSError, subprocess.CalledProcessError) as e:
+            say(f'  FAILED   {name}: {e}')
+            self.results.write_tap(f'{self.lab.name}/{name}.error.tap', self.res / f'{name}.error.tap',
+                                   [(False, f'{name}: the check stopped: {e}')])
+            return None
+
+    def wrong_answers(self, caught):
+        """Every TODO has a wrong answer kept as a mutation ("# todo: N"),
+        and make test saw it fail: "N of N wrong answers caught"."""
+        lab = self.lab
+        rows, kept = [], 0
+        answers = [m for m in lab.mutations() if m.todos]
+        for todo in lab.todo_numbers():
+            mine = [m for m in answers if todo in m.todos]
+            here = [m for m in mine if m.flavour == self.main and not m.by_hand]
+            if not mine:
+                rows.append((False, f'TODO {todo}: no wrong answer kept in mutations/ (# todo: {todo})'))
+            elif not here:
+                rows.append((True, f'TODO {todo}: # SKIP its wrong answers run on the '
+                                   f'{mine[0].flavour} kernel only ({", ".join(m.name for m in mine)})'))
+            for m in here:
+                kept += 1
+                ok = caught.get(m.name, False)
+                rows.append((ok, f'TODO {todo}: the wrong answer {m.name} '
+                                 + ('fails make check, as it must' if ok else 'is NOT caught')))
+        if not rows:
+            return
+        got = sum(1 for ok, text in rows if ok and 'SKIP' not in text)
+        say(f'  WRONG    {got} of {kept} wrong answers caught ({lab.name}, {self.main} kernel)')
+        self.results.write_tap(f'{lab.name}/wrong-answers.tap', self.res / 'wrong-answers.tap', rows)
 
     def skeleton_checks(self):
         lab = self.lab
@@ -224,15 +265,15 @@ class MutationCheck:
 
     def sources(self):
         """The mutation's sources: the solution's programs, and its kernel
-        files as the lab's patched tree has them with the mutation's own
-        patches applied."""
-        lab, out = self.lab, self.lab.build / 'mutant-src' / self.mutation.name
+        files as the lab's patched tree has them, with the mutation
+        applied: to a program (a wrong answer to a userspace TODO) or to
+        the tree's file (each marker patch PATH.todo stands for it)."""
+        lab, m = self.lab, self.mutation
+        out = lab.build / 'mutant-src' / m.name
         shutil.rmtree(out, ignore_errors=True)
         out.mkdir(parents=True)
         for f in list(lab.solution.glob('*.c')) + list(lab.solution.glob('*.h')):
             shutil.copy(f, out)
-        # A mutation patches the tree's file, not the solution's: each
-        # marker patch PATH.todo stands for the tree's PATH.
         files = lab.kernel_exercise_files()
         for f in files:
             (out / 'kernel' / f).parent.mkdir(parents=True, exist_ok=True)
@@ -240,11 +281,24 @@ class MutationCheck:
         # Outside any repository, git apply is plain patch: inside the
         # kit's own, it would skip every path outside its cwd silently.
         env = dict(os.environ, GIT_CEILING_DIRECTORIES=str(out.parent))
-        patch = self.mutation.patch
-        if run('git', 'apply', '--directory=kernel', patch, cwd=out, env=env) != 0:
-            raise LabError(f'{rel(patch)} must change only files of solution/kernel/')
-        if all(filecmp_same(lab.src() / f, out / 'kernel' / f) for f in files):
-            raise LabError(f'{rel(patch)} changed no kernel file: the mutation is not there')
+        patch = m.patch
+        programs, kernel = m.program_files(lab), m.kernel_files(lab)
+        for part, directory in ((programs, None), (kernel, 'kernel')):
+            if not part:
+                continue
+            args = ['git', 'apply', *(f'--include={f}' for f in part)]
+            if directory:
+                args.insert(2, f'--directory={directory}')
+                args[3:] = [f'--include={directory}/{f}' for f in part]
+            applied = subprocess.run([*args, str(patch)], cwd=out, env=env, capture_output=True, text=True)
+            if applied.returncode != 0:
+                said = (applied.stderr.strip().splitlines() or [''])[-1]
+                raise LabError(f'{rel(patch)} does not apply to the solution\'s '
+                               + ('programs' if not directory else 'kernel files') + f': {said}')
+        changed = [f for f in programs if not filecmp_same(lab.solution / f, out / f)]
+        changed += [f for f in files if not filecmp_same(lab.src() / f, out / 'kernel' / f)]
+        if not changed:
+            raise LabError(f'{rel(patch)} changed no exercise file: the mutation is not there')
         return out
 
     def run(self):
@@ -264,6 +318,8 @@ class MutationCheck:
         if kernel.tree == 'skeleton':
             src = self.sources()
             kernel = replace(kernel, overlay=src)
+        elif v.program_files(lab):
+            src = self.sources()
         else:
             src = lab.solution
         boot = Boot(kernel, 'test', src, f'mutant-{v.name}', log, append=v.append)
@@ -273,7 +329,8 @@ class MutationCheck:
             with open(build_log, 'w') as f:
                 if boot.run(stdout=f, stderr=subprocess.STDOUT) == 0:
                     f.write(f'# mutation {v.name} built\n')
-            return verdicts.must_not_build(str(build_log), str(tap), v.name, str(src), str(transcript))
+            verdicts.must_not_build(str(build_log), str(tap), v.name, str(src), str(transcript))
+            return all_ok(tap)
         if not v.must_fail:
             # A report can need the right timing too: evict-uses-freed-pid's
             # write lands in freed memory only when the inode held the
@@ -283,16 +340,16 @@ class MutationCheck:
                 boot.run()
                 verdicts.must_report(str(log), str(tap), v.name, str(src), v.must_report,
                                         str(transcript))
-                if not any(line.startswith('not ok') for line in open(tap)):
+                if all_ok(tap):
                     break
                 if attempt < self.TRIES:
                     say(f'  RETRY    mutation {v.name} was not caught on boot {attempt} of {self.TRIES}')
-            return 0
+            return all_ok(tap)
         program, tests = v.must_fail[0], v.must_fail[1:]
         for attempt in range(1, self.TRIES + 1):
             boot.run()
             verdicts.must_fail(str(log), str(tap), v.name, program, tests)
-            if not any(line.startswith('not ok') for line in open(tap)):
+            if all_ok(tap):
                 break
             if attempt < self.TRIES:
                 say(f'  RETRY    mutation {v.name} was not caught on boot {attempt} of {self.TRIES}')
@@ -303,7 +360,17 @@ class MutationCheck:
                                           self.res / f'mutant-{v.name}.report.tap')
             verdicts.must_report(str(log), str(report_tap), v.name, str(src), v.must_report,
                                     str(transcript))
-        return 0
+            return all_ok(tap) and all_ok(report_tap)
+        return all_ok(tap)
+
+
+def all_ok(tap):
+    """Whether a TAP file the verdicts wrote holds results, all ok."""
+    try:
+        results = [status for _, status, _ in tap_parse(str(tap)) if status != 'skip']
+    except OSError:
+        return False
+    return bool(results) and all(status == 'pass' for status in results)
 
 
 def filecmp_same(a, b):

@@ -24,6 +24,7 @@ never touch; the source lines themselves are still compared.
 import difflib
 import os
 import re
+from pathlib import Path
 import shutil
 
 from . import tap
@@ -171,14 +172,14 @@ def check(fresh, doc, tap_file):
     names = sorted(set(os.listdir(fresh) if os.path.isdir(fresh) else []))
     lines = []
     for name in names:
-        new = open(os.path.join(fresh, name)).read()
+        new = Path(fresh, name).read_text()
         path = os.path.join(doc, name)
         rel = os.path.relpath(path)
         if not os.path.exists(path):
             lines.append(f'not ok transcript {name}: not in the book yet; review '
                          f'{os.path.relpath(os.path.join(fresh, name))}, then make transcripts')
             continue
-        old = open(path).read()
+        old = Path(path).read_text()
         if old == new:
             lines.append(f'ok transcript {name} matches {rel}')
         elif without_line_numbers(old) == without_line_numbers(new):

@@ -656,9 +656,63 @@ class Suite(MadeUpKit):
     def test_mutation_that_does_not_apply_is_refused(self):
         m = suite.MutationCheck(self.two, self.two.mutation('rare'), 'default', self.kit / 'r',
                                 self.kit / 'r', results.Results())
-        with self.assertRaisesRegex(labs.LabError, 'rare.patch must change only files of solution/kernel/'), \
+        with self.assertRaisesRegex(labs.LabError, 'rare.patch changed no exercise file'), \
                 redirect_stdout(io.StringIO()), mock.patch.object(suite, 'run', return_value=1):
             m.sources()
+
+    def wrong_answer(self, diff):
+        write(self.two.dir / 'mutations/wrong-prog.patch', '# todo: 1\n# must-fail: prog_test one\n' + diff)
+        return self.two.mutation('wrong-prog')
+
+    def test_a_wrong_answer_in_a_program_boots_the_lab_kernel_with_the_program_changed(self):
+        m = self.wrong_answer('--- a/prog.c\n+++ b/prog.c\n@@ -1 +1 @@\n-int main(void) { return 0; }\n'
+                              '+int main(void) { return 1; } /* MUTATION */\n')
+        self.assertEqual(m.todos, [1])
+        self.assertEqual((m.program_files(self.two), m.kernel_files(self.two)), (['prog.c'], []))
+        self.assertEqual(kernels.which_kernel(self.two, 'mutation', mutation=m), kernels.Kernel(self.two))
+        check = suite.MutationCheck(self.two, m, 'default', self.kit / 'r', self.kit / 'r', results.Results())
+        with redirect_stdout(io.StringIO()):
+            out = check.sources()
+        self.assertIn('return 1', (out / 'prog.c').read_text())
+        self.assertEqual((out / 'kernel/fs/new.c').read_text(), 'int x;\n')
+
+    def test_a_wrong_answer_that_does_not_apply_to_the_program_is_refused(self):
+        m = self.wrong_answer('--- a/prog.c\n+++ b/prog.c\n@@ -1 +1 @@\n-int main(void) { return 9; }\n'
+                              '+int main(void) { return 1; }\n')
+        check = suite.MutationCheck(self.two, m, 'default', self.kit / 'r', self.kit / 'r', results.Results())
+        with self.assertRaisesRegex(labs.LabError, "does not apply to the solution's programs"), \
+                redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):
+            check.sources()
+
+    def test_every_todo_needs_a_caught_wrong_answer(self):
+        r = results.Results()
+        lab_suite = suite.LabSuite(self.two, r)
+        lab_suite.res.mkdir(parents=True, exist_ok=True)
+        write(self.two.solution / 'prog.c', '/* TODO 1/1: x */\nint main(void) { return 0; }\n')
+        write(self.two.solution / 'kernel/fs/new.c.todo', '--- a/fs/new.c\n+/* TODO 2/1: y */\n')
+        self.wrong_answer('--- a/prog.c\n+++ b/prog.c\n')
+        with redirect_stdout(io.StringIO()) as said:
+            lab_suite.wrong_answers({'wrong-prog': True})
+        tap = (lab_suite.res / 'wrong-answers.tap').read_text()
+        self.assertIn('ok 1 TODO 1: the wrong answer wrong-prog fails make check', tap)
+        self.assertIn('not ok 2 TODO 2: no wrong answer kept', tap)
+        self.assertIn('1 of 1 wrong answers caught', said.getvalue())
+        with redirect_stdout(io.StringIO()):
+            lab_suite.wrong_answers({'wrong-prog': False})
+        self.assertIn('not ok 1 TODO 1: the wrong answer wrong-prog is NOT caught',
+                      (lab_suite.res / 'wrong-answers.tap').read_text())
+
+    def test_a_check_that_stops_is_a_failure_and_the_rest_goes_on(self):
+        r = results.Results()
+        lab_suite = suite.LabSuite(self.two, r)
+        lab_suite.res.mkdir(parents=True, exist_ok=True)
+
+        def no_log():
+            raise FileNotFoundError(2, 'No such file or directory', 'skeleton.log')
+        with redirect_stdout(io.StringIO()):
+            self.assertIsNone(lab_suite.guarded('skeleton', no_log))
+        self.assertIn('not ok 1 skeleton: the check stopped:', (lab_suite.res / 'skeleton.error.tap').read_text())
+        self.assertEqual(r.labels(), ['02-second/skeleton.error.tap'])
 
     def test_a_mutation_without_musts_is_refused(self):
         with self.assertRaisesRegex(labs.LabError, 'has no must-fail'):
