@@ -166,8 +166,7 @@ class Bench:
             with open(self.outdir / f'report-{m}.log', 'w') as f, redirected(f, subprocess.STDOUT):
                 suite.one_mutation(self.last.name, m, str(out))
             took = round(time.monotonic() - t)
-            tap_lines = read_lines(out / f'mutant-{m}.tap')
-            wrong = [line for line in tap_lines if line.startswith('not ok')]
+            wrong = [name for _, status, name in tap.parse(str(out / f'mutant-{m}.tap')) if status == 'fail']
             verdict = f'WRONG: {wrong[0]}' if wrong else 'title and file:line right'
             if m == 'compile-error':
                 said = [line for line in read_lines(out / f'mutant-{m}.console.log.build') if ': error:' in line]

@@ -24,7 +24,7 @@ from collections import Counter
 
 from . import kbuild
 from .labs import KIT, LabError, all_labs, build_dir, held, note
-from .results import tap
+from . import tap
 from .trees import Pristine, Tree
 
 KNOWN = KIT / 'vm' / 'check' / 'sparse-known.txt'
@@ -33,7 +33,7 @@ KNOWN = KIT / 'vm' / 'check' / 'sparse-known.txt'
 def number(lines):
     text = tap.number(lines).text()
     print(text, end='')
-    return 0 if not any(line.startswith('not ok ') for line in lines) else 1
+    return 0 if tap.counts(lines)[1] == 0 else 1
 
 
 def checkpatch():
@@ -127,6 +127,6 @@ def sparse(lab):
     known = [line.split(' # ', 1)[0] for line in KNOWN.read_text().splitlines()
              if ' # ' in line and not line.startswith('#')]
     lines = verdicts(mine, before, known)
-    new = sum(line.startswith('not ok') for line in lines)
+    new = tap.counts(lines)[1]
     lines.append(f'ok sparse/W=1: {len(files)} files of the {lab.name} series, {len(mine)} warnings, {new} new\n')
     return number(lines)

@@ -13,6 +13,8 @@ make checkpatch) counts through it, so that they cannot disagree.
 """
 import os
 import re
+from dataclasses import dataclass, field
+from typing import Optional
 
 HEADER = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                       'vm', 'guest', 'markers.h')
@@ -37,7 +39,38 @@ def fields(line):
     return line.split(None, 1)[1] if ' ' in line else ''
 
 
-RESULT = re.compile(r'^(not ok|ok)\b\s*\d*\s*(.*)$')
+# A result line; an indented one is a subtest's, and counts as well.
+RESULT = re.compile(r'^\s*(not ok|ok)\b\s*\d*\s*(.*)$')
+SKIP = re.compile(r'#\s*SKIP', re.I)
+EXIT = re.compile(r'\bexit=(-?\d+)')
+
+
+def scan(lines):
+    """The events of a console or TAP file, in order: ('begin', prog, i),
+    ('end', prog, exit, i) with exit None when the line is cut short,
+    ('leftover', prog, what, i) and ('result', prog, ok, text, i), where
+    prog is None outside LAB-TEST-BEGIN/END and i the line number."""
+    prog = None
+    for i, line in enumerate(lines, 1):
+        line = line.rstrip('\r')
+        if is_marker(line, 'LAB_TEST_BEGIN'):
+            prog = (fields(line).split() or [''])[0]
+            yield 'begin', prog, i
+        elif is_marker(line, 'LAB_TEST_END') and prog:
+            m = EXIT.search(line)
+            yield 'end', prog, int(m.group(1)) if m else None, i
+            prog = None
+        elif is_marker(line, 'LAB_TEST_LEFTOVER') and prog:
+            yield 'leftover', prog, fields(line), i
+        else:
+            m = RESULT.match(line)
+            if m:
+                yield 'result', prog, m.group(1) == 'ok', m.group(2), i
+
+
+def read_lines(path):
+    with open(path, errors='replace') as f:
+        return f.read().splitlines()
 
 
 def parse(path, starts=None):
@@ -45,47 +78,85 @@ def parse(path, starts=None):
     leftover: a process the program left behind, once per process. With
     @starts, a dict: each program's line number in the log goes there."""
     prog, seen, bad = None, 0, 0
-    with open(path, errors='replace') as f:
-        lines = f.read().splitlines()
     leftovers = set()
-    for i, line in enumerate(lines, 1):
-        if is_marker(line, 'LAB_TEST_BEGIN'):
-            prog, seen, bad = fields(line), 0, 0
+    for event in scan(read_lines(path)):
+        kind, where_prog = event[0], event[1]
+        if kind == 'begin':
+            prog, seen, bad = where_prog, 0, 0
             if starts is not None:
-                starts.setdefault(prog, i)
-            continue
-        if is_marker(line, 'LAB_TEST_END') and prog:
-            rc = int(line.rsplit('exit=', 1)[1])
-            if rc == 4 and seen == 0:
+                starts.setdefault(prog, event[2])
+        elif kind == 'end':
+            rc = event[2]
+            if rc is None:
+                yield prog, 'fail', f'{prog}: its end line is cut short (no exit status)'
+            elif rc == 4 and seen == 0:
                 yield prog, 'skip', f'{prog}: skipped as a whole (exit 4)'
             elif rc not in (0, 4) and bad == 0:
                 yield prog, 'fail', f'{prog}: exited {rc} with no failing test named'
             elif seen == 0:
                 yield prog, 'fail', f'{prog}: ran no test'
             prog = None
-            continue
-        if is_marker(line, 'LAB_TEST_LEFTOVER') and prog:
+        elif kind == 'leftover':
             # vm/guest/lab-run.c: a process the program left running,
             # counted once however often an older lab-run said so.
-            if (prog, fields(line)) not in leftovers:
-                leftovers.add((prog, fields(line)))
-                yield prog, 'leftover', f'{prog}: left process {fields(line)} running'
-            continue
-        m = RESULT.match(line)
-        if not m:
-            continue
-        seen += 1
-        name = m.group(2)
-        where = f'{prog}: {name}' if prog else name
-        if m.group(1) == 'not ok':
-            bad += 1
-            yield prog, 'fail', where
-        elif re.search(r'#\s*SKIP', name, re.I):
-            yield prog, 'skip', where
+            if (prog, event[2]) not in leftovers:
+                leftovers.add((prog, event[2]))
+                yield prog, 'leftover', f'{prog}: left process {event[2]} running'
         else:
-            yield prog, 'pass', where
+            ok, text = event[2], event[3]
+            seen += 1
+            where = f'{prog}: {text}' if prog else text
+            if not ok:
+                bad += 1
+                yield prog, 'fail', where
+            elif SKIP.search(text):
+                yield prog, 'skip', where
+            else:
+                yield prog, 'pass', where
     if prog:
         yield prog, 'fail', f'{prog}: never finished (the VM stopped inside it)'
+
+
+@dataclass
+class Program:
+    """One program's results in a console: counts, the failed tests'
+    names (without their directive), its exit status (None: no end)."""
+    passed: int = 0
+    skipped: int = 0
+    failed: list = field(default_factory=list)
+    exit: Optional[int] = None
+
+
+def programs(path, prefix=''):
+    """{program: Program} for the programs of a console whose name starts
+    with prefix (selftests/...), by the same scan as parse()."""
+    out, current = {}, None
+    for event in scan(read_lines(path)):
+        kind, prog = event[0], event[1]
+        if kind == 'begin':
+            current = out.setdefault(prog, Program()) if prog.startswith(prefix) else None
+        elif kind == 'end':
+            if current is not None:
+                current.exit = event[2] if event[2] is not None else -1
+            current = None
+        elif kind == 'result' and current is not None:
+            ok, text = event[2], event[3]
+            if not ok:
+                current.failed.append(text.split(' #')[0].strip())
+            elif SKIP.search(text):
+                current.skipped += 1
+            else:
+                current.passed += 1
+    return out
+
+
+def counts(lines):
+    """(passed, failed, skipped) of TAP lines: a host check's output."""
+    c = {'pass': 0, 'fail': 0, 'skip': 0}
+    for event in scan(lines):
+        if event[0] == 'result':
+            c['fail' if not event[2] else 'skip' if SKIP.search(event[3]) else 'pass'] += 1
+    return c['pass'], c['fail'], c['skip']
 
 
 class Tap:

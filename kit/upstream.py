@@ -10,7 +10,6 @@ its TAP results passed; upstream's program decides what it can test on a
 6.1 kernel (PIDFD_THREAD, SO_PEERPIDFD, pidfd_info), the kit does not.
 """
 import os
-import re
 import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +21,6 @@ from .labs import all_labs, build_dir
 from .qemu import Qemu
 from .results import tap
 
-TAP_LINE = re.compile(r'^\s*(not ok|ok) \d+\s*(.*)$')
 
 # Selftests that test what came after the history the labs port. Each
 # failure they may have is named: its subtests' prefix, and why.
@@ -59,32 +57,9 @@ class Verdict:
 
 def verdicts(log):
     """{selftest: Verdict} from a test-mode console log, for the programs
-    under /lab/selftests."""
-    out, current = {}, None
-    for line in Path(log).read_text(errors='replace').splitlines():
-        line = line.rstrip('\r')
-        if tap.is_marker(line, 'LAB_TEST_BEGIN'):
-            name = tap.fields(line).split()[0]
-            current = None
-            if name.startswith('selftests/'):
-                current = out[name.removeprefix('selftests/')] = Verdict()
-            continue
-        if tap.is_marker(line, 'LAB_TEST_END'):
-            if current:
-                m = re.search(r'exit=(\d+)', line)
-                current.exit = int(m.group(1)) if m else -1
-            current = None
-            continue
-        m = TAP_LINE.match(line) if current else None
-        if not m:
-            continue
-        if '# skip' in m.group(2).lower():
-            current.skipped += 1
-        elif m.group(1) == 'ok':
-            current.passed += 1
-        else:
-            current.failed.append(m.group(2).split(' #')[0].strip())
-    return out
+    under /lab/selftests (tap.programs(): the kit's one TAP reader)."""
+    return {name.removeprefix('selftests/'): Verdict(p.passed, p.skipped, p.failed, p.exit)
+            for name, p in tap.programs(log, 'selftests/').items()}
 
 
 def table(columns, version):

@@ -880,3 +880,37 @@ class BuildProgress(unittest.TestCase):
         self.assertTrue(out[4].startswith('../../src/fs/pidfs.cx'), out[4])
         self.assertTrue(out[5].startswith('../../../src/fs/pidfs.c'), out[5])
         self.assertTrue(out[6].startswith('../../src/include/linux/pid.h'), out[6])
+
+
+class OneParser(unittest.TestCase):
+    """Every reader of TAP counts through kit.tap's one scan: the console
+    on which the kit's three old parsers disagreed, and a cut-off end."""
+    CONSOLE = ('LAB-TEST-BEGIN selftests/p\n'
+               'TAP version 13\n1..2\n'
+               'ok 1 x # SKIP not here\n'
+               '  not ok 2 y\n'
+               'LAB-TEST-END selftests/p exit=1\n')
+
+    def write_console(self, text):
+        d = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, d)
+        path = os.path.join(d, 'c.log')
+        write(path, text)
+        return path
+
+    def test_the_readers_agree(self):
+        from kit import review, upstream
+        path = self.write_console(self.CONSOLE)
+        statuses = [status for _, status, _ in taplib.parse(path)]
+        self.assertEqual(sorted(statuses), ['fail', 'skip'])
+        v = upstream.verdicts(path)['p']
+        self.assertEqual((v.passed, v.skipped, v.failed, v.exit), (0, 1, ['y'], 1))
+        self.assertEqual(taplib.counts(read(path).splitlines()), (0, 1, 1))
+        with contextlib.redirect_stdout(io.StringIO()):
+            self.assertEqual(review.number(read(path).splitlines()[3:5]), 1)
+
+    def test_an_end_line_cut_short_is_a_failure_not_a_crash(self):
+        path = self.write_console('LAB-TEST-BEGIN tests/t\nok 1 a\nLAB-TEST-END tests/t exi\n')
+        self.assertIn(('tests/t', 'fail', 'tests/t: its end line is cut short (no exit status)'),
+                      list(taplib.parse(path)))
+        self.assertEqual(taplib.programs(path)['tests/t'].exit, -1)
