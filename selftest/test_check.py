@@ -22,8 +22,9 @@ import subprocess
 import sys
 import tempfile
 import unittest
+from pathlib import Path
 
-from kit import console, exercises, kreport, transcripts
+from kit import console, docs_facts, exercises, kreport, transcripts
 from kit.labs import LabError
 from kit import tap as taplib
 from kit import verdicts as tap
@@ -914,3 +915,28 @@ class OneParser(unittest.TestCase):
         self.assertIn(('tests/t', 'fail', 'tests/t: its end line is cut short (no exit status)'),
                       list(taplib.parse(path)))
         self.assertEqual(taplib.programs(path)['tests/t'].exit, -1)
+
+
+class BookFacts(unittest.TestCase):
+    """make docs-check's two facts: a commit id outside sources.rst, and
+    a solution file included in an attendee's chapter, are problems."""
+
+    def book(self, sources, chapter):
+        d = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, d)
+        write(os.path.join(d, 'docs', 'sources.rst'), sources)
+        write(os.path.join(d, 'labs', '01-a', 'README.rst'), chapter)
+        write(os.path.join(d, 'labs', '01-a', 'solution', 'a.c'), 'int a;\n')
+        return docs_facts.problems(Path(d))
+
+    def test_a_commit_id_must_be_in_sources(self):
+        self.assertEqual(self.book('``4e32c25b58b9``\n', 'Fixed by ``4e32c25b58b9``.\n'), [])
+        self.assertEqual(len(self.book('nothing\n', 'Fixed by commit 4e32c25b58b9.\n')), 1)
+
+    def test_no_solution_in_a_chapter(self):
+        wrong = self.book('nothing\n', '.. literalinclude:: solution/a.c\n')
+        self.assertEqual(len(wrong), 1)
+        self.assertIn('solution', wrong[0])
+
+    def test_the_kit_itself_passes(self):
+        self.assertEqual(docs_facts.problems(Path(KIT)), [])

@@ -41,10 +41,14 @@ int peer_pidfd(int sock)
 	return fd < 0 ? -errno : fd;
 }
 
-/* Errors that only say "this kernel has no pidfds for peers". */
+/*
+ * Errors a strict broker takes as "no pidfd here": dbus-broker's three
+ * (no such option, no peer, the peer is gone), and ENOSYS from the
+ * pidfd_open() fallback above on a kernel without pidfds at all.
+ */
 static int kernel_lacks_it(int err)
 {
-	return err == ENOPROTOOPT || err == ENOSYS || err == EINVAL;
+	return err == ENOPROTOOPT || err == ENODATA || err == EINVAL || err == ENOSYS;
 }
 
 int authenticate_peer(int sock, int strict, struct peer *peer)

@@ -28,10 +28,13 @@ struct peer {
 int peer_pidfd(int sock);
 
 /*
- * Fill @peer for @sock. A strict broker, like dbus-broker before its fix,
- * only accepts "this kernel cannot do it" (ENOPROTOOPT, ENOSYS, EINVAL) as
- * a reason to go on without a pidfd and fails on anything else. A robust
- * one (@strict = 0) falls back to the PID on any pidfd error.
+ * Fill @peer for @sock. A strict broker goes on without a pidfd only for
+ * the errors dbus-broker takes as "no pidfd here" (ENOPROTOOPT: no such
+ * option; ENODATA: no peer; EINVAL: the peer is gone), and for ENOSYS,
+ * which only peer_pidfd()'s pidfd_open() fallback can give. It fails on
+ * anything else, EACCES included, as dbus-broker does: that was never
+ * changed (the book's sources page). A robust one (@strict = 0) falls
+ * back to the PID on any pidfd error.
  */
 int authenticate_peer(int sock, int strict, struct peer *peer);
 
