@@ -8,7 +8,12 @@ SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 KIT := $(CURDIR)
 LABS := $(notdir $(patsubst %/,%,$(wildcard labs/[0-9][0-9]-*/)))
-LAB ?= $(lastword $(LABS))
+# No LAB=: the lab the attendee is on, the first whose make check has not
+# passed (python3 -m kit current), asked once and only when needed.
+ifeq ($(origin LAB),undefined)
+LAB = $(eval LAB := $(shell python3 -m kit current 2>/dev/null || echo $(lastword $(LABS))))$(LAB)
+export LAB_PICKED := 1
+endif
 export ACCEL GDB WAIT GDB_PORT MEM SMP DEBUG BUNDLE DEBS UPDATE ONLY ROUNDS TIMEOUT BOOT_TIMEOUT
 
 # Resolved lab folder name: LAB=4, 04, 04-lsm or 04-lsm-fallback is
@@ -149,7 +154,7 @@ checkpatch:
 # After `make kernel` of that lab (make test builds every one).
 sparse:
 	$(need-lab)
-	@python3 -m kit sparse $(lab)
+	@python3 -m kit sparse $(if $(filter command line,$(origin LAB)),$(lab))
 
 shellcheck:
 	@shellcheck -x vm/*.sh vm/*/*.sh vm/guest/init vm/guest/run-tests vm/guest/ref-run .ci/run \

@@ -15,6 +15,7 @@ import os
 import subprocess
 import sys
 import termios
+import time
 from pathlib import Path
 
 from . import (bench, bundle, container, exercises, images, kernels, kreport, labs, reference, review,
@@ -53,7 +54,12 @@ def check(user, lab):
               f'make check LAB={lab.number} DEBUG=1 checks it')
     r = Results()
     r.add(f'{lab.name} (your exercises)', log)
-    return r.summary()
+    rc = r.summary()
+    if rc == 0 and not user.debug:
+        # make lab without LAB= moves on to the next lab (labs.current()).
+        lab.check_record.parent.mkdir(parents=True, exist_ok=True)
+        lab.check_record.write_text(f'{time.strftime("%Y-%m-%d %H:%M")}\n')
+    return rc
 
 
 def debug_only_todos(lab, flavour):
@@ -130,6 +136,7 @@ def parser():
     verb('gdb', 'make gdb: gdb on the kernel the VM on GDB_PORT booted, with its gdb scripts', lab,
          ('gdb_args', {'nargs': argparse.REMAINDER, 'help': "more of gdb's arguments"}))
     verb('resolve', 'the lab\'s folder name ("4" -> 04-lsm-fallback)', lab)
+    verb('current', "the lab an attendee is on: the first whose make check has not passed")
     verb('ahead', "make ahead: every lab's kernels (or those named)", ('labs', {'nargs': '*', 'metavar': 'LAB'}))
     verb('variant', "a kernel variant (variants/NAME.series) booted to a shell, with the solution's programs",
          lab, 'name')
@@ -171,6 +178,9 @@ def parser():
 
 def run(a, user):
     v = a.verb
+    if os.environ.get('LAB_PICKED') == '1' and v in ('exercises', 'solution', 'kernel', 'gdb', 'report'):
+        lab, why = labs.current()
+        print(f'  LAB      {lab.name}: {why}; LAB=NN picks another')
     if v in ('lab', 'check', 'ahead', 'boot', 'tree', 'use-bundle', 'exercises', 'solution'):
         bundle.use_if_asked()
     if v == 'use-bundle':
@@ -200,6 +210,9 @@ def run(a, user):
         os.execvp(cmd[0], cmd)
     if v == 'resolve':
         print(resolve(a.lab).name)
+        return 0
+    if v == 'current':
+        print(labs.current()[0].name)
         return 0
     if v == 'ahead':
         return kernels.ahead([resolve(x) for x in a.labs] or None) or 0

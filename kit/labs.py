@@ -222,6 +222,13 @@ class Lab:
                 found.update(int(n) for n in re.findall(r'TODO (\d+)/\d+:', f.read_text(errors='replace')))
         return sorted(found)
 
+    @property
+    def check_record(self):
+        return self.build / 'check-passed'
+
+    def passed_check(self):
+        return self.check_record.is_file()
+
     def kernel_exercise_files(self):
         """The tree paths of the lab's kernel exercises: each is a marker
         patch, PATH.todo, that stands for the tree's PATH."""
@@ -280,3 +287,18 @@ def resolve(want, kit=KIT):
         if want and ' ' not in want and (lab.name == want or lab.name.startswith((f'{want}-', f'0{want}-'))):
             return lab
     raise LabError(f"unknown LAB '{want}'; the labs are: {' '.join(l.name for l in labs)} (use LAB=NN)")
+
+
+def current(kit=KIT):
+    """The lab an attendee is on, and why: the first whose make check has
+    not passed yet (check_passed() records a pass), the last when all
+    have."""
+    every = all_labs(kit)
+    done = [lab for lab in every if lab.passed_check()]
+    for lab in every:
+        if lab not in done:
+            if not done:
+                return lab, 'the first lab (no make check has passed yet)'
+            return lab, (f'the first lab whose make check has not passed yet '
+                         f'({", ".join(d.number for d in done)} passed)')
+    return every[-1], 'the last lab (every make check has passed)'

@@ -122,6 +122,22 @@ class Labs(MadeUpKit):
         self.assertEqual(self.two.out('debug', 'skeleton'), b / 'trees/skeleton/out/debug')
 
 
+class CurrentLab(MadeUpKit):
+    """make lab without LAB=: the first lab whose make check has not
+    passed, 01 on a fresh clone, the last when all have."""
+
+    def test_the_first_lab_not_passed(self):
+        self.assertEqual(labs.current(self.kit)[0], self.one)
+        self.one.check_record.parent.mkdir(parents=True, exist_ok=True)
+        self.one.check_record.write_text('today\n')
+        lab, why = labs.current(self.kit)
+        self.assertEqual(lab, self.two)
+        self.assertIn('01 passed', why)
+        self.two.check_record.parent.mkdir(parents=True, exist_ok=True)
+        self.two.check_record.write_text('today\n')
+        self.assertEqual(labs.current(self.kit)[0], self.two)
+
+
 class WhichKernel(MadeUpKit):
     def test_mutation_of_an_exercise_file_is_an_overlay_on_the_skeleton(self):
         k = kernels.which_kernel(self.two, 'mutation', exercises=Path('/m'),
