@@ -60,7 +60,7 @@ help:
 	@echo "                          screenshots in docs/_build/check/"
 	@echo "  make bench              build and boot timings, pidfd microbenchmarks on lab 01, the"
 	@echo "                          last lab and 6.12, then the goals: fresh clones, empty ccache,"
-	@echo "                          make lab/ahead/check and .ci/run (over an hour; ONLY=harness|micro|"
+	@echo "                          make lab/ahead/check and .ci/run (about two hours; ONLY=harness|micro|"
 	@echo "                          reports|room|goals, ROUNDS=N,"
 	@echo "                          UPDATE=1 copies the output to docs/transcripts/reference/)"
 	@echo "  make reference          the last lab side by side with Debian's linux-source-6.12:"
