@@ -40,48 +40,24 @@ import statistics
 import subprocess
 import sys
 import time
-from contextlib import contextmanager, redirect_stdout
+from contextlib import redirect_stdout
 from pathlib import Path
 
 from . import bench_table, bundle, kbuild, suite, verdicts
 from .images import Image
 from .kernels import which_kernel
-from .labs import KIT, Lab, LabError, all_labs, build_dir, note
-from .output import redirected
+from .labs import KIT, Lab, LabError, all_labs, build_dir, clone_env, note
+from .output import goal_row, redirected, teed
 from .qemu import Qemu, choose_accel
 from .reference import RefKernel, with_probes
 from . import tap
 
 PARTS = ('harness', 'micro', 'reports', 'room', 'goals')
 REPORT_MUTATIONS = ('compile-error', 'boot-panic', 'endless-loop', 'null-deref')
-TABLE_FORMAT = '  {:<44} {:>7}   {:<9} {:<7} {}'
 
 
 def row(what, measured, text):
     print(f'  {what:<34} {measured:>8}   {text}', flush=True)
-
-
-@contextmanager
-def teed(path):
-    """Everything this process and its children write to stdout and stderr
-    also goes to the file path."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    tee = subprocess.Popen(['tee', str(path)], stdin=subprocess.PIPE)
-    saved = os.dup(1), os.dup(2)
-    os.dup2(tee.stdin.fileno(), 1)
-    os.dup2(tee.stdin.fileno(), 2)
-    try:
-        yield
-    finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os.dup2(saved[0], 1)
-        os.dup2(saved[1], 2)
-        for fd in saved:
-            os.close(fd)
-        tee.stdin.close()
-        tee.wait()
 
 
 class Bench:
@@ -211,13 +187,13 @@ class Goals:
         self.clone, self.ci = out / 'clone', out / 'ci-clone'
         self.log = out / 'goals.log'
         self.rows, self.notes = [], []
-        env = {k: v for k, v in os.environ.items() if k not in ('BUILD', 'MAKEFLAGS', 'MAKELEVEL', 'LAB')}
+        env = clone_env()
         self.env = dict(env, CCACHE_DIR=str(out / 'ccache'))
         self.ci_env = dict(env, CCACHE_DIR=str(out / 'ccache-ci'), DEBUG_RUN_LATEST='9999')
 
     def goal(self, what, measured, limit, text):
         verdict = 'met' if measured <= limit else 'MISSED'
-        self.rows.append(TABLE_FORMAT.format(what, measured, f'<= {limit}', verdict, text))
+        self.rows.append(goal_row(what, measured, f'<= {limit}', verdict, text))
         print(f'  {what:<44} {measured:>7}   (goal <= {limit}) {text}', file=sys.stderr, flush=True)
 
     def step(self, *cmd):
@@ -337,7 +313,7 @@ class Goals:
         self.goal('disk under build/ after .ci/run, MB', int(du[0]) if du else 999999, 8192,
                   "every lab's trees, kernels, initramfs")
         print(f'\nGoals (issue 11), one run, {n} cores, {b.accel}; times in seconds:')
-        print(TABLE_FORMAT.format('figure', 'measured', 'goal', 'verdict', 'note'))
+        print(goal_row('figure', 'measured', 'goal', 'verdict', 'note'))
         print('\n'.join(self.rows + self.notes))
         if fraction is not None:
             # Other machines, from the measured job scaling.

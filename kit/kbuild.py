@@ -111,7 +111,7 @@ def make_env(env=None, build=None, ccache=True):
 
 
 def compiler(kit=KIT):
-    return str(kit / 'vm' / 'kernel' / 'ccache-cc.sh') if shutil.which('ccache') else 'gcc'
+    return str(kit / CCACHE_CC.relative_to(KIT)) if shutil.which('ccache') else 'gcc'
 
 
 def shown(path, build=None):

@@ -24,6 +24,7 @@ from typing import Optional
 from . import exercises, kbuild, seed
 from .kbuild import KbuildError
 from .labs import KIT, Lab, LabError, all_labs, build_dir, held, labs_upto
+from .output import Tee
 from .trees import Tree
 
 SCRIPTS = KIT / 'vm'
@@ -38,27 +39,6 @@ def fragments(src, kit=KIT):
     after lab 03) is left out there by kbuild.configure()."""
     out = [Path(src) / 'kernel' / 'configs' / 'tiny-base.config', kit / 'vm' / 'config' / 'base.config']
     return out + [lab.dir / 'kernel.config' for lab in all_labs(kit) if (lab.dir / 'kernel.config').is_file()]
-
-
-class Tee:
-    """Where a build's lines go: this terminal (or popen's stdout) and a
-    log file."""
-
-    def __init__(self, log, stdout):
-        self.log, self.stdout = log, stdout
-
-    def write(self, text):
-        self.stdout.write(text)
-        self.stdout.flush()
-        if self.log:
-            self.log.write(text)
-
-    def flush(self):
-        self.stdout.flush()
-
-    def isatty(self):
-        # Kbuild's progress line is drawn in place only where nothing keeps a copy.
-        return not self.log and getattr(self.stdout, 'isatty', lambda: False)()
 
 
 @dataclass(frozen=True)

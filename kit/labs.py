@@ -289,6 +289,14 @@ def resolve(want, kit=KIT):
     raise LabError(f"unknown LAB '{want}'; the labs are: {' '.join(l.name for l in labs)} (use LAB=NN)")
 
 
+def clone_env(env=None):
+    """The environment for the kit of another checkout (make bench's and
+    the room check's fresh clones): this one's, less what names this
+    checkout (BUILD, LAB) or belongs to this make."""
+    env = os.environ if env is None else env
+    return {k: v for k, v in env.items() if k not in ('BUILD', 'MAKEFLAGS', 'MAKELEVEL', 'LAB', 'LAB_PICKED')}
+
+
 def current(kit=KIT):
     """The lab an attendee is on, and why: the first whose make check has
     not passed yet (check_passed() records a pass), the last when all

@@ -5,6 +5,8 @@ import subprocess
 import sys
 from contextlib import contextmanager
 
+from .labs import note
+
 
 def as_file(f, default):
     """A file object to print to, for what subprocess takes as stdout."""
@@ -29,8 +31,7 @@ class Output:
         self.err = as_file(self.stderr, sys.stderr)
 
     def note(self, tag, text):
-        self.out.write(f'  {tag:<8} {text}\n')
-        self.out.flush()
+        note(tag, text, file=self.out)
 
     def show(self, text):
         self.err.write(text)
@@ -76,3 +77,53 @@ def redirected(stdout=None, stderr=None):
             os.close(old)
         if devnull:
             devnull.close()
+
+
+@contextmanager
+def teed(path):
+    """Everything this process and its children write to stdout and stderr
+    also goes to the file path."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    tee = subprocess.Popen(['tee', str(path)], stdin=subprocess.PIPE)
+    saved = os.dup(1), os.dup(2)
+    os.dup2(tee.stdin.fileno(), 1)
+    os.dup2(tee.stdin.fileno(), 2)
+    try:
+        yield
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for fd in saved:
+            os.close(fd)
+        tee.stdin.close()
+        tee.wait()
+
+
+class Tee:
+    """Where a build's lines go: this terminal (or popen's stdout) and a
+    log file."""
+
+    def __init__(self, log, stdout):
+        self.log, self.stdout = log, stdout
+
+    def write(self, text):
+        self.stdout.write(text)
+        self.stdout.flush()
+        if self.log:
+            self.log.write(text)
+
+    def flush(self):
+        self.stdout.flush()
+
+    def isatty(self):
+        # Kbuild's progress line is drawn in place only where nothing keeps a copy.
+        return not self.log and getattr(self.stdout, 'isatty', lambda: False)()
+
+
+def goal_row(what, measured, goal, verdict, text):
+    """One row of a goals table (make bench's goals, its room part): the
+    figure, what was measured, the goal, met/MISSED/FAILED, a note."""
+    return f'  {what:<44} {measured:>7}   {goal:<9} {verdict:<7} {text}'

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Optional
 
 from . import console, kreport, settings
-from .labs import LabError, build_dir
+from .labs import LabError, build_dir, note
 
 # The kernel's own detectors of a stuck kernel, sized for a lab: a soft
 # lockup after 10 s (twice watchdog_thresh: a CPU that runs kernel code and
@@ -213,8 +213,8 @@ def gdb_command(lab, port, extra=()):
     record = live_record(port)
     if record:
         if not record.get('lab', '').startswith(lab.name):
-            print(f"  GDB      the VM on port {port} runs {record.get('lab')}, not {lab.name}: "
-                  'using its vmlinux', file=sys.stderr)
+            note('GDB', f"the VM on port {port} runs {record.get('lab')}, not {lab.name}: using its vmlinux",
+                 file=sys.stderr)
         out = Path(record['vmlinux']).parent
     if not (out / 'vmlinux').is_file():
         raise LabError(f"no vmlinux for {lab.name}: run 'make kernel LAB={lab.number}' first")

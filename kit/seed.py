@@ -31,19 +31,24 @@ import re
 import shutil
 import subprocess
 
+from . import trees
+from .labs import note
+
 
 def git(tree, *args):
-    return subprocess.run(['git', '-C', tree, *args], check=True,
-                          capture_output=True).stdout
+    return trees.git(tree, *args, capture=True)
 
 
 def names(raw):
-    return {n.decode() for n in raw.split(b'\0') if n}
+    """The names of a NUL-separated list (git -z, grep -Z)."""
+    if isinstance(raw, bytes):
+        raw = os.fsdecode(raw)
+    return {n for n in raw.split('\0') if n}
 
 
 def seed_src(seed, new):
     differ = names(git(new, 'diff', '-z', '--name-only',
-                       git(seed, 'rev-parse', 'HEAD').decode().strip(), 'HEAD'))
+                       git(seed, 'rev-parse', 'HEAD').strip(), 'HEAD'))
     for tree in (seed, new):
         differ |= names(git(tree, 'diff', '-z', '--name-only', 'HEAD'))
         differ |= names(git(tree, 'ls-files', '-z', '--others'))
@@ -86,10 +91,8 @@ def seed_src(seed, new):
         same += 1
     # The index still has every file's checkout time: refresh it once
     # here, or each later `git diff` in this tree reads every file again.
-    subprocess.run(['git', '-C', new, 'update-index', '-q', '--refresh'],
-                   capture_output=True)
-    print(f'  SEED     {same} files shared with {os.path.relpath(seed)}, '
-          f'{len(differ)} newer')
+    trees.git(new, 'update-index', '-q', '--refresh', capture=True, check=False)
+    note('SEED', f'{same} files shared with {os.path.relpath(seed)}, {len(differ)} newer')
 
 
 def rewrite_paths(top, moves):

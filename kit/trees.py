@@ -34,11 +34,14 @@ GIT_ID = ['-c', 'user.name=pidfs workshop kit', '-c', 'user.email=kit@localhost.
 
 
 def git(tree, *args, capture=False, check=True):
+    """git in tree: its output (capture) or exit status; LabError, with
+    what git said, when it fails and check is set. The kit's one wrapper."""
     p = subprocess.run(['git', '-C', str(tree), *args], check=False, text=True,
                        stdout=subprocess.PIPE if capture else None,
-                       stderr=subprocess.STDOUT if capture else None)
+                       stderr=subprocess.PIPE if capture else None)
     if check and p.returncode != 0:
-        raise LabError(f'git {" ".join(args)} failed in {tree}' + (f': {p.stdout.strip()}' if capture else ''))
+        said = f': {(p.stderr or p.stdout).strip()}' if capture else ''
+        raise LabError(f'git {" ".join(args)} failed in {tree}{said}')
     return p.stdout if capture else p.returncode
 
 

@@ -27,9 +27,9 @@ from typing import Optional
 
 from . import kreport, shell_check
 from .images import Image
-from .output import redirected
+from .output import as_file, redirected
 from .kernels import KIT, Kernel
-from .labs import Lab, LabError, headers
+from .labs import Lab, LabError, headers, note
 from .qemu import Qemu, gdb_command, port_listening
 
 RUN_SECONDS = KIT / 'vm' / 'config' / 'run-seconds'
@@ -113,8 +113,7 @@ class Boot:
         out = popen.get('stdout')
 
         def say(tag, text):
-            line = f'  {tag:<8} {text}\n'
-            (out.write(line) if out else (sys.stdout.write(line), sys.stdout.flush()))
+            note(tag, text, file=as_file(out, None))
         # A test run's time limit, unless the user, the caller or the
         # flavour's "# boot:" line set one.
         limit = run_limit(self.lab) if self.mode == 'test' and not env.get('TIMEOUT') else None
