@@ -22,7 +22,7 @@ from . import (bench, bundle, container, exercises, images, kernels, kreport, la
                settings, suite, transcripts, trees, upstream)
 from .labs import LabError, all_labs, resolve
 from .qemu import Qemu, gdb_command
-from .results import Results
+from .results import Outcome, Results
 from .vm import Boot
 
 
@@ -45,8 +45,8 @@ def check(user, lab):
     # either, whose results would read as this one's.
     for old in (log, Path(f'{log}.json')):
         old.unlink(missing_ok=True)
-    boot(user, lab, 'test', lab.dir / 'exercises', 'check', log, quiet=True).run()
-    if not log.is_file():
+    outcome = boot(user, lab, 'test', lab.dir / 'exercises', 'check', log, quiet=True).run()
+    if outcome == Outcome.NOT_BUILT or not log.is_file():
         print('  NO RUN   the kernel or the programs did not build: the first error above names your file')
         return 1
     for todo, where in debug_only_todos(lab, flavour_of(user)):

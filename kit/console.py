@@ -41,6 +41,7 @@ import time
 
 from . import kreport, tap
 from .output import Output
+from .results import Outcome
 
 # What the kernel still prints after a stuck report: the other CPU's
 # backtrace, the stall's second half. Seconds.
@@ -108,7 +109,13 @@ def say_stopped(err, log, why, hint, lines):
     print(f'hint: {hint}', file=err)
 
 
-STUCK_FIRST = [pat for pat, _, kind in kreport.KINDS if kind in kreport.STUCK]
+# After an oops (die(): a trap, a page fault, a BUG_ON) the kernel killed
+# the task that ran into it, whatever locks it held: other tasks that
+# wait for them wait for ever, and no detector need fire (an interruptible
+# wait is no hung task, an idle CPU no stall). A console silent this long
+# after an oops, on both ports, is such a kernel: stopped then. Seconds;
+# a lab's slowest test under TCG prints more often than that.
+SILENT_AFTER_OOPS = 15.0
 
 
 def vcpu_registers(path, samples=SAMPLES, wait=5.0):
@@ -190,6 +197,9 @@ def run(log, boot_timeout, timeout, echo, stop_stuck, accel, command, stdout=Non
     boot_ok = tap.MARKERS['LAB_BOOT_OK']
     booted = None
     stuck_at = None
+    # The last oops, and the last line from either port: seconds from start.
+    oops_at = None
+    last_line_at = 0.0
     # The monitor, for the registers at a time limit; in a directory of
     # its own: a socket's path has a length limit that LOG's may pass.
     monitor = None
@@ -202,15 +212,21 @@ def run(log, boot_timeout, timeout, echo, stop_stuck, accel, command, stdout=Non
     why = None
 
     def take(final=False):
-        nonlocal booted, stuck_at
+        nonlocal booted, stuck_at, oops_at, last_line_at
         kernel = kernel_port.lines(final)
-        if stuck_at is None:
-            for line in kernel:
-                text = kreport.kernel_line(line)
-                if text is not None and any(p.search(text) for p in STUCK_FIRST):
-                    stuck_at = time.monotonic() - start
-                    break
+        for line in kernel:
+            text = kreport.kernel_line(line)
+            if text is None:
+                continue
+            # A stall, a panic or a recursive fault: the kernel says it
+            # cannot go on by itself.
+            if stuck_at is None and kreport.stuck_line(text):
+                stuck_at = time.monotonic() - start
+            if kreport.oops_line(text):
+                oops_at = time.monotonic() - start
         new = kernel + user_port.lines(final)
+        if new:
+            last_line_at = time.monotonic() - start
         for line in new:
             merged.append(line)
             out.write(line + '\n')
@@ -226,9 +242,19 @@ def run(log, boot_timeout, timeout, echo, stop_stuck, accel, command, stdout=Non
             take()
             now = time.monotonic() - start
             if stop_stuck and stuck_at is not None and now - stuck_at >= AFTER_STUCK:
-                stuck_title = next((r.title() for r in kreport.find(merged) if r.stuck), 'a report')
+                found = kreport.find(merged)
+                stuck_title = next((r.title() for r in found if r.stuck or r.fatal),
+                                   found[0].title() if found else 'a report')
                 why = (f'the kernel is stuck ({stuck_title}); stopped after {now:.0f}s',
                        "the kernel's report follows in the result, decoded to file and line")
+                break
+            if (stop_stuck and oops_at is not None and stuck_at is None and
+                    now - last_line_at >= SILENT_AFTER_OOPS):
+                title = next((r.title() for r in kreport.find(merged) if r.kind == 'oops'), 'an oops')
+                why = (f'the kernel went silent after its report ({title}): nothing on the console '
+                       f'for {now - last_line_at:.0f} s; stopped after {now:.0f}s',
+                       "the kernel's report follows in the result, decoded to file and line; "
+                       'the task it killed may have held locks that others now wait for')
                 break
             if booted is None and now >= boot_timeout:
                 limit = f'the boot time limit, {boot_timeout:.0f} s'
@@ -273,16 +299,16 @@ def run(log, boot_timeout, timeout, echo, stop_stuck, accel, command, stdout=Non
     print(f'  RAN      {took:.0f} s, of a limit of {timeout:.0f} s (TIMEOUT=seconds)', file=output.out, flush=True)
     if why:
         say_stopped(output.err, log, why[0], why[1], merged)
-        return 2
+        return Outcome.STUCK
     rc = qemu.returncode
     if rc == 1:
-        return 0
+        return Outcome.PASSED
     if rc == 3:
-        return 1
+        return Outcome.FAILED
     if booted is None:
         say_stopped(output.err, log, f'QEMU exited (status {rc}) before the guest reached userspace',
                     'look for a kernel report or a panic above', merged)
     else:
         say_stopped(output.err, log, f'QEMU exited with status {rc} without a verdict from the guest',
                     'a kernel panic or a crashed init; see the console above', merged)
-    return 2
+    return Outcome.CRASHED

@@ -30,6 +30,7 @@ from .images import Image
 from .kernels import fragments, which_kernel
 from .labs import KIT, LabError, all_labs, build_dir, note
 from .qemu import Qemu
+from .results import Outcome
 from . import tap
 from .stamps import Stamp, content_lines, key
 from .vm import Boot
@@ -128,11 +129,13 @@ def with_probes(base, cpio):
     return cpio
 
 
-def booted(rc, what):
-    """A test-mode boot says 0 (passed) or 1 (something failed): both give
-    counts for the table. 2 is a hung or crashed VM: no table without it."""
-    if rc > 1:
-        raise LabError(f'{what}: the VM gave no verdict (see above)')
+def booted(outcome, what):
+    """A test-mode boot that gave a verdict, passed or failed, has counts
+    for the table; one that did not build, hung or crashed has none."""
+    if outcome == Outcome.NOT_BUILT:
+        raise LabError(f'{what}: the kernel or the initramfs did not build (see above)')
+    if not Outcome(outcome).verdict:
+        raise LabError(f'{what}: the VM gave no verdict ({Outcome(outcome).name.lower()}; see above)')
 
 
 def run(update=False):

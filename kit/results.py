@@ -7,9 +7,26 @@ not what a folder happens to hold: a check whose file is missing shows
 as a failure ("no results"), and evidence files (consoles, gdb logs)
 are never counted by mistake.
 """
+from enum import IntEnum
 from pathlib import Path
 
 from . import tap, verdicts
+
+
+class Outcome(IntEnum):
+    """What one boot came to, as the next stage reads it (and, as a
+    number, the exit status of the command that booted)."""
+    PASSED = 0      # the guest's verdict: every test passed, or a clean end
+    FAILED = 1      # the guest's verdict: a test failed
+    CRASHED = 2     # no verdict: a panic, QEMU gone, userspace never came
+    NOT_BUILT = 3   # the kernel or the programs did not build: no boot
+    STUCK = 4       # no verdict: a stuck kernel or a time limit, the VM stopped
+
+    @property
+    def verdict(self):
+        """Whether the guest said how its tests went (the counts are in its
+        console)."""
+        return self in (Outcome.PASSED, Outcome.FAILED)
 
 
 class Results:

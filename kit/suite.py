@@ -31,7 +31,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from .labs import KIT, LabError, build_dir, resolve
-from .results import Results
+from .results import Outcome, Results
 from . import exercises, roundtrip, transcripts, verdicts
 from .tap import parse as tap_parse
 from .kernels import which_kernel
@@ -93,8 +93,8 @@ class LabSuite:
                         f'its log: {rel(build_log)}')])
             return
         log = self.add('solution.log')
-        rc = Boot(kernel, 'test', lab.solution, 'solution', log, quiet=self.quiet).run()
-        say(f'    guest verdict: {rc}')
+        outcome = Boot(kernel, 'test', lab.solution, 'solution', log, quiet=self.quiet).run()
+        say(f'    guest verdict: {Outcome(outcome).name.lower()}')
         transcripts.extract(str(log), str(self.fresh))
         if (lab.solution / 'kernel').is_dir():
             exercises.verify_kernel(str(lab.solution), str(lab.src()), str(self.add('kernel-solution.tap')))
@@ -248,8 +248,10 @@ class MutationCheck:
     kernel's first report has that title and is decoded to the line of
     the mutation that says MUTATION; the attendee's view of it goes to
     reports/ for the book. Both may be given. "# must-not-build: yes":
-    the compiler's error names that line of the exercise file. The
-    console log, mutant-NAME.console.log, is evidence, not a result."""
+    the compiler's error names that line of the exercise file. "#
+    must-crash: SIGNAL", with must-fail: a failing test of its program
+    shows that crash decoded to the program's line that says MUTATION.
+    The console log, mutant-NAME.console.log, is evidence, not a result."""
 
     # A race the mutation reopens is caught by chance: the KASAN hunt for
     # stash-outside-rcu caught it on 4 of the 7 boots on record, and one
@@ -308,6 +310,8 @@ class MutationCheck:
             musts.append('fail: ' + ' '.join(v.must_fail))
         if v.must_report:
             musts.append('report: ' + v.must_report)
+        if v.must_crash:
+            musts.append('crash: ' + v.must_crash)
         say(f'=== {lab.name}: mutation {v.name}, must '
             + ('; '.join(musts) if musts else 'not build'))
         self.res.mkdir(parents=True, exist_ok=True)
@@ -327,7 +331,7 @@ class MutationCheck:
         if v.must_not_build:
             build_log = Path(f'{log}.build')
             with open(build_log, 'w') as f:
-                if boot.run(stdout=f, stderr=subprocess.STDOUT) == 0:
+                if boot.run(stdout=f, stderr=subprocess.STDOUT) != Outcome.NOT_BUILT:
                     f.write(f'# mutation {v.name} built\n')
             verdicts.must_not_build(str(build_log), str(tap), v.name, str(src), str(transcript))
             return all_ok(tap)
@@ -361,6 +365,12 @@ class MutationCheck:
             verdicts.must_report(str(log), str(report_tap), v.name, str(src), v.must_report,
                                     str(transcript))
             return all_ok(tap) and all_ok(report_tap)
+        # A crash of a program: named under the failing test, where.
+        if v.must_crash:
+            crash_tap = self.results.add(f'{lab.name}/mutant-{v.name}.crash.tap',
+                                         self.res / f'mutant-{v.name}.crash.tap')
+            verdicts.must_crash(str(log), str(crash_tap), v.name, str(src), v.must_crash, program)
+            return all_ok(tap) and all_ok(crash_tap)
         return all_ok(tap)
 
 

@@ -28,6 +28,7 @@ from typing import Optional
 from . import kreport, shell_check
 from .images import Image
 from .output import as_file, redirected
+from .results import Outcome
 from .kernels import KIT, Kernel
 from .labs import Lab, LabError, headers, note
 from .qemu import Qemu, gdb_command, port_listening
@@ -106,9 +107,10 @@ class Boot:
         return Image.of_kernel(self.kernel, self.exercises, self.tests_lab)
 
     def run(self, **popen):
-        """Build what the boot needs and boot; QEMU's exit status (in test
-        mode the guest's verdict: 0 every test passed, 1 one failed, 2 no
-        verdict), or 1 when the kernel or the programs did not build."""
+        """Build what the boot needs and boot: a results.Outcome (NOT_BUILT
+        when the kernel or the programs did not build; in test mode the
+        guest's verdict, PASSED or FAILED, or STUCK or CRASHED without one),
+        or, in shell mode, QEMU's exit status."""
         env = self.env()
         out = popen.get('stdout')
 
@@ -122,13 +124,13 @@ class Boot:
             say('LIMIT', f"{limit[1]} s: four times the reference solution's {limit[0]} s "
                 '(TIMEOUT=seconds to change)')
         if not self.kernel.build(**popen):
-            return 1
+            return Outcome.NOT_BUILT
         exercises = Path(self.exercises).resolve()
         if self.reuse_initrd and self.initrd.is_file():
             say('INITRD', f'{os.path.relpath(self.initrd, KIT)} (built by the run before)')
         elif not self.image().build(self.initrd, env=env, stdout=popen.get('stdout'),
                                     stderr=popen.get('stderr')):
-            return 1
+            return Outcome.NOT_BUILT
         log = self.log_path()
         log.parent.mkdir(parents=True, exist_ok=True)
         # What a kernel report in this boot's log needs to be decoded: the
@@ -138,8 +140,9 @@ class Boot:
         shutil.copy(f'{log}.json', self.lab.build / 'last-boot.json')
         if self.mode == 'shell-check':
             with redirected(popen.get('stdout'), popen.get('stderr')):
-                return 0 if shell_check.run(self.lab, self.kernel, self.initrd, exercises, str(log),
-                                            self.kernel_args(), env) else 1
+                passed = shell_check.run(self.lab, self.kernel, self.initrd, exercises, str(log),
+                                         self.kernel_args(), env)
+                return Outcome.PASSED if passed else Outcome.FAILED
         if self.mode == 'shell':
             # It starts empty: the VM runs what its initramfs holds until
             # the next make programs.

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from kit import console, docs_facts, exercises, kreport, transcripts
 from kit.labs import LabError
+from kit.results import Outcome
 from kit import tap as taplib
 from kit import verdicts as tap
 
@@ -550,7 +551,7 @@ class TimeLimit(unittest.TestCase):
     def test_console_dumps_the_registers_at_the_time_limit(self):
         with tempfile.TemporaryDirectory() as d:
             rc, err, log, asked = self.run_console(d, True)
-            self.assertEqual(rc, 2)
+            self.assertEqual(rc, Outcome.STUCK)
             self.assertIn('hint: where each CPU was follows in the result', err)
             sample = ['stop', 'human-monitor-command info registers -a']
             # The stack of CPU2 only, the one running kernel code, up to
@@ -580,7 +581,7 @@ class TimeLimit(unittest.TestCase):
         # STOP_STUCK 0 (GDB=1): the CPUs are where the debugger left them.
         with tempfile.TemporaryDirectory() as d:
             rc, err, log, asked = self.run_console(d, False)
-            self.assertEqual(rc, 2)
+            self.assertEqual(rc, Outcome.STUCK)
             self.assertFalse(os.path.exists(asked))
             self.assertEqual(kreport.find(read(log).splitlines()), [])
             self.assertIn('hint: a test is stuck', err)

@@ -1415,6 +1415,11 @@ class Reference(unittest.TestCase):
         reference.booted(1, 'x')     # a failed test is a count, not a stop
         with self.assertRaisesRegex(labs.LabError, 'no verdict'):
             reference.booted(2, 'x')
+        with self.assertRaisesRegex(labs.LabError, 'no verdict .stuck'):
+            reference.booted(results.Outcome.STUCK, 'x')
+        # An initramfs that did not build is no test run.
+        with self.assertRaisesRegex(labs.LabError, 'did not build'):
+            reference.booted(results.Outcome.NOT_BUILT, 'x')
 
     def test_the_checkpolicy_shim_writes_beside_itself(self):
         with tempfile.TemporaryDirectory() as d:
