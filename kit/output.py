@@ -127,3 +127,21 @@ def goal_row(what, measured, goal, verdict, text):
     """One row of a goals table (make bench's goals, its room part): the
     figure, what was measured, the goal, met/MISSED/FAILED, a note."""
     return f'  {what:<44} {measured:>7}   {goal:<9} {verdict:<7} {text}'
+
+
+def checked(cmd, what, **kw):
+    """Run cmd, its messages kept aside; on failure, LabError in one line:
+    what failed, the first thing the tool said (a full disk said as such,
+    not as the tool's thousand lines about it)."""
+    import tempfile
+    with tempfile.TemporaryFile('w+') as err:
+        p = subprocess.run([str(c) for c in cmd], stderr=err, **kw)
+        if p.returncode == 0:
+            return
+        err.seek(0)
+        said = [line.strip() for line in err.read().splitlines() if line.strip()]
+    from .labs import LabError
+    if any('No space left on device' in line for line in said):
+        raise LabError(f'{what} failed: the disk is full; free some space (make clean removes the '
+                       "kit's build products) and run the command again")
+    raise LabError(f'{what} failed (exit status {p.returncode})' + (f': {said[0]}' if said else ''))

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Optional
 
 from .labs import KIT, Lab, LabError, build_dir, held, labs_upto, note
+from .output import checked
 from .stamps import Stamp
 
 PACKAGE = 'linux-source-6.1'
@@ -79,7 +80,11 @@ class Pristine:
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
         note('EXTRACT', f'{self.tarball} ({PACKAGE} {version})')
-        subprocess.run(['tar', '-xJf', str(self.tarball), '-C', str(tmp), '--strip-components=1'], check=True)
+        try:
+            checked(['tar', '-xJf', self.tarball, '-C', tmp, '--strip-components=1'], f'unpacking {self.tarball}')
+        except LabError:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
         if (self.path / '.git').is_dir():
             (self.path / '.git').rename(tmp / '.git')
             shutil.rmtree(self.path)

@@ -1,4 +1,5 @@
 """The package's own checks, on made-up labs (make selftest runs them). Host only, seconds; no kernel, no VM."""
+import contextlib
 import io
 import json
 import os
@@ -1442,3 +1443,71 @@ class RealLabs(unittest.TestCase):
                     self.assertTrue(m.must_fail or m.must_report or m.must_not_build)
                     self.assertTrue(m.changed_files())
 
+
+
+class Cli(unittest.TestCase):
+    """python3 -m kit as a person meets it: main(argv) returns the exit
+    status, and whatever goes wrong is one line on stderr, no traceback."""
+
+    def main(self, argv, env=None, raises=None):
+        from kit import cli
+        err, out = io.StringIO(), io.StringIO()
+        patches = [mock.patch.dict(os.environ, env or {}), redirect_stderr(err), redirect_stdout(out)]
+        if raises is not None:
+            patches.append(mock.patch.object(cli, 'run', side_effect=raises))
+        with contextlib.ExitStack() as stack:
+            for p in patches:
+                stack.enter_context(p)
+            rc = cli.main(argv)
+        return rc, err.getvalue(), out.getvalue()
+
+    def assertOneLine(self, text, want):
+        self.assertEqual(len(text.strip().splitlines()), 1, text)
+        self.assertIn(want, text)
+        self.assertNotIn('Traceback', text)
+
+    def test_bad_settings_are_refused_in_one_line(self):
+        for env, want in (({'ROUNDS': 'abc'}, 'ROUNDS=abc: give a whole number'),
+                          ({'GDB_PORT': 'abc'}, 'GDB_PORT=abc'), ({'TIMEOUT': 'abc'}, 'TIMEOUT=abc'),
+                          ({'TIMEOUT': '-5'}, 'TIMEOUT=-5'), ({'ACCEL': 'xen'}, 'ACCEL=xen'),
+                          ({'DEBUG': 'yes'}, 'DEBUG=yes'), ({'ONLY': 'everything'}, 'ONLY=everything'),
+                          ({'MEM': 'lots'}, 'MEM=lots')):
+            with self.subTest(env=env):
+                rc, err, _ = self.main(['resolve', '1'], env)
+                self.assertEqual(rc, 1)
+                self.assertOneLine(err, want)
+
+    def test_an_unknown_lab_names_the_labs(self):
+        rc, err, _ = self.main(['check', "9'9"])
+        self.assertEqual(rc, 1)
+        self.assertOneLine(err, "unknown LAB '9'9'; the labs are: 01-anon-inode")
+
+    def test_a_wrong_verb_or_count_is_argparse_usage_not_the_docstring(self):
+        rc, err, _ = self.main(['lab'])
+        self.assertEqual(rc, 2)
+        self.assertIn('usage: python3 -m kit lab', err)
+        self.assertLess(len(err.splitlines()), 4)
+        rc, err, _ = self.main(['nosuchverb'])
+        self.assertEqual(rc, 2)
+
+    def test_each_verb_has_its_own_help(self):
+        rc, _, out = self.main(['check', '--help'])
+        self.assertEqual(rc, 0)
+        self.assertIn("the lab's tests on the attendee's exercises", out)
+
+    def test_faults_are_one_line(self):
+        cases = ((KeyboardInterrupt(), 130, 'interrupted'),
+                 (OSError(28, 'No space left on device', 'build/x'), 1, 'the disk is full'),
+                 (FileNotFoundError(2, 'No such file or directory', 'gcc'), 1, "gcc is missing: run 'make deps'"),
+                 (subprocess.CalledProcessError(2, ['tar', '-x']), 1, 'tar -x failed (exit status 2)'))
+        for exc, code, want in cases:
+            with self.subTest(exc=type(exc).__name__):
+                rc, err, _ = self.main(['resolve', '1'], raises=exc)
+                self.assertEqual(rc, code)
+                self.assertOneLine(err, want)
+
+    def test_resolve_takes_the_makefile_rule(self):
+        for want in ('1', '01', '01-anon', '01-anon-inode'):
+            with self.subTest(want=want):
+                self.assertEqual(self.main(['resolve', want])[2], '01-anon-inode\n')
+        self.assertEqual(self.main(['resolve', '01-'])[0], 1)
