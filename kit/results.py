@@ -46,6 +46,22 @@ class Results:
         t.write(path)
         return self.add(label, path)
 
+    def counts(self, prefix=''):
+        """(passed, failed) of the results whose label starts with prefix,
+        counted as summary() counts them, without a word."""
+        passed = failed = 0
+        for label, path in self.entries:
+            if not label.startswith(prefix):
+                continue
+            try:
+                statuses = [status for _, status, _ in tap.parse(str(path))]
+            except OSError:
+                failed += 1
+                continue
+            passed += statuses.count('pass')
+            failed += statuses.count('fail') + statuses.count('leftover')
+        return passed, failed
+
     def labels(self):
         return [label for label, _ in self.entries]
 

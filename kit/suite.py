@@ -33,7 +33,7 @@ from pathlib import Path
 from .labs import KIT, LabError, build_dir, resolve
 from .results import Outcome, Results
 from . import exercises, roundtrip, transcripts, verdicts
-from .tap import parse as tap_parse
+from .tap import Tap, parse as tap_parse
 from .kernels import which_kernel
 from .vm import Boot, gdb_check
 
@@ -74,6 +74,12 @@ class LabSuite:
         return self.results.add(f'{self.lab.name}/{name}', path or self.res / name)
 
     def run(self):
+        """Every check of the lab, each registered in the Results; the
+        lab's own (passed, failed) counts."""
+        self.checks()
+        return self.results.counts(f'{self.lab.name}/')
+
+    def checks(self):
         lab = self.lab
         # The gdb scripts boot the solution run's initramfs: never an older one.
         for d in (self.res, self.fresh, self.reports):
@@ -173,7 +179,12 @@ class LabSuite:
         # The verdict reads only the lab's tests, which run first: the pidfd
         # selftests after them would change nothing.
         log = self.res / 'skeleton.log'
-        Boot(kernel, 'test', self.skeleton, 'skeleton', log, append='lab.selftests=0').run()
+        if Boot(kernel, 'test', self.skeleton, 'skeleton', log, append='lab.selftests=0').run() \
+                == Outcome.NOT_BUILT:
+            # A skeleton must build: an attendee starts from it.
+            self.results.write_tap(f'{lab.name}/skeleton.tap', self.res / 'skeleton.tap', [
+                (False, 'skeleton: it does not build (its messages are above): an attendee could not start')])
+            return
         verdicts.skeleton(str(log), str(self.add('skeleton.tap')))
         # make solution, make check, make exercises FRESH=1 on a copy of the
         # lab: each leaves exactly the files the two runs above booted.
@@ -303,6 +314,14 @@ class MutationCheck:
             raise LabError(f'{rel(patch)} changed no exercise file: the mutation is not there')
         return out
 
+    def not_built(self, tap):
+        """A mutation meant to boot that does not build proves nothing."""
+        t = Tap()
+        t.result(False, f'mutation {self.mutation.name}: it does not build (its messages are above), '
+                        'so it cannot show its bug')
+        t.write(tap)
+        return False
+
     def run(self):
         v, lab = self.mutation, self.lab
         musts = []
@@ -341,7 +360,8 @@ class MutationCheck:
             # struct pid's last reference, and one CI boot (6 December) had
             # no such close. Boots until it shows, as many as a must-fail.
             for attempt in range(1, self.TRIES + 1):
-                boot.run()
+                if boot.run() == Outcome.NOT_BUILT:
+                    return self.not_built(tap)
                 verdicts.must_report(str(log), str(tap), v.name, str(src), v.must_report,
                                         str(transcript))
                 if all_ok(tap):
@@ -351,7 +371,8 @@ class MutationCheck:
             return all_ok(tap)
         program, tests = v.must_fail[0], v.must_fail[1:]
         for attempt in range(1, self.TRIES + 1):
-            boot.run()
+            if boot.run() == Outcome.NOT_BUILT:
+                return self.not_built(tap)
             verdicts.must_fail(str(log), str(tap), v.name, program, tests)
             if all_ok(tap):
                 break

@@ -654,7 +654,7 @@ class Suite(MadeUpKit):
         with mock.patch.object(vm.Boot, 'run', side_effect=AssertionError('booted')), \
                 mock.patch.object(suite, 'run', side_effect=AssertionError('ran a check')), \
                 redirect_stdout(io.StringIO()):
-            suite.LabSuite(self.two, r, build_kernel=no_kernel).run()
+            self.assertEqual(suite.LabSuite(self.two, r, build_kernel=no_kernel).run(), (0, 1))
         self.assertEqual(len(built), 1)
         self.assertEqual(r.labels(), ['02-second/build.tap'])
         text = (self.kit / 'build/labs/02-second/results/build.tap').read_text()
@@ -718,6 +718,21 @@ class Suite(MadeUpKit):
             lab_suite.wrong_answers({'wrong-prog': False})
         self.assertIn('not ok 1 TODO 1: the wrong answer wrong-prog is NOT caught',
                       (lab_suite.res / 'wrong-answers.tap').read_text())
+
+    def test_a_skeleton_or_mutation_that_does_not_build_fails_its_check_only(self):
+        r = results.Results()
+        lab_suite = suite.LabSuite(self.two, r)
+        lab_suite.res.mkdir(parents=True, exist_ok=True)
+        with mock.patch.object(suite.Boot, 'run', return_value=results.Outcome.NOT_BUILT), \
+                mock.patch.object(suite.exercises, 'write_tree'), redirect_stdout(io.StringIO()):
+            lab_suite.skeleton_checks()
+            check = suite.MutationCheck(self.two, self.two.mutation('in-exercise'), 'default', lab_suite.res,
+                                        lab_suite.res, r)
+            with mock.patch.object(check, 'sources', return_value=self.kit / 'src'):
+                self.assertFalse(check.run())
+        self.assertIn('not ok 1 skeleton: it does not build', (lab_suite.res / 'skeleton.tap').read_text())
+        self.assertIn('not ok 1 mutation in-exercise: it does not build',
+                      (lab_suite.res / 'mutant-in-exercise.tap').read_text())
 
     def test_a_check_that_stops_is_a_failure_and_the_rest_goes_on(self):
         r = results.Results()
