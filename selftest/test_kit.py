@@ -299,6 +299,8 @@ class RunRecordLock(unittest.TestCase):
             seen, real_run = [], subprocess.run
 
             def lookup(*_, **__):
+                # Another process on purpose: the lock must say "live" to
+                # make gdb's process, not only to the one that holds it.
                 seen.append(real_run(
                     [sys.executable, '-c', 'from kit import qemu; r = qemu.live_record(4567); '
                      'print(r["bzImage"] if r else "")'],
