@@ -16,7 +16,9 @@ listed below it:
              shell_check drives its shell as an attendee would
   qemu       one QEMU run: its command line, KVM or TCG, the run record;
              console watches a run without a terminal
-  kreport    the kernel's reports in a console: found, titled, decoded
+  kreport    the kernel's reports in a console: found, titled, decoded;
+             crashes: a program's crash (vm/guest/crash.c's line),
+             decoded to the attendee's file:line
   kernels    which kernel tree a run uses (which_kernel), and its build:
              kbuild (merge_config.sh, Kbuild), seed (a tree from a built
              one)

@@ -12,9 +12,14 @@ line to the report finder (kreport).
 It stops the VM early, instead of waiting out TIMEOUT:
   - when the guest has not reached userspace within BOOT_TIMEOUT;
   - when the kernel reports that it is stuck (an RCU stall, a soft lockup,
-    a hung task) or panicked: after a few seconds more for the rest of
-    the report; not with STOP_STUCK 0 (a debugger that holds a CPU makes
-    the others report a stall, and that is no bug).
+    a hung task) or cannot go on (a panic, "Fixing recursive fault but
+    reboot is needed!"): after a few seconds more for the rest of the
+    report;
+  - when the console stays silent after an oops (SILENT_AFTER_OOPS, or
+    SILENT_IN_A_TEST while a kselftest test runs, whose harness ends it
+    at its timeout): the killed task may have held what others wait for;
+  neither with STOP_STUCK 0 (a debugger that holds a CPU makes the others
+  report a stall, and a stopped CPU is silent: that is no bug).
 
 When it stops the VM at BOOT_TIMEOUT or TIMEOUT, the kernel's detectors
 said nothing (or the VM would have stopped earlier): a loop that calls
@@ -32,6 +37,7 @@ reason on stderr.
 """
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -116,6 +122,15 @@ def say_stopped(err, log, why, hint, lines):
 # after an oops, on both ports, is such a kernel: stopped then. Seconds;
 # a lab's slowest test under TCG prints more often than that.
 SILENT_AFTER_OOPS = 15.0
+# Unless a test of the kselftest harness is running ("#  RUN" and no
+# result yet): the harness ends a test that outlives its timeout (30 s by
+# default) and goes on with the next, so a test thread the oops killed is
+# silence that ends. Lab 03's winner-without-reference mutation (TODO 7's
+# mistake) is caught that way: 30 s of silence after its oops, then the
+# test's "not ok" (selftest/reports/winner-x-state.log).
+SILENT_IN_A_TEST = 35.0
+HARNESS_RUN = re.compile(r'^#\s+RUN\s')
+HARNESS_RESULT = re.compile(r'^(?:not )?ok \d+|^#\s+(?:OK|FAIL|SKIP)\s|^LAB-TEST-')
 
 
 def vcpu_registers(path, samples=SAMPLES, wait=5.0):
@@ -200,6 +215,7 @@ def run(log, boot_timeout, timeout, echo, stop_stuck, accel, command, stdout=Non
     # The last oops, and the last line from either port: seconds from start.
     oops_at = None
     last_line_at = 0.0
+    in_test = False         # a harness test has begun and not ended
     # The monitor, for the registers at a time limit; in a directory of
     # its own: a socket's path has a length limit that LOG's may pass.
     monitor = None
@@ -212,7 +228,7 @@ def run(log, boot_timeout, timeout, echo, stop_stuck, accel, command, stdout=Non
     why = None
 
     def take(final=False):
-        nonlocal booted, stuck_at, oops_at, last_line_at
+        nonlocal booted, stuck_at, oops_at, last_line_at, in_test
         kernel = kernel_port.lines(final)
         for line in kernel:
             text = kreport.kernel_line(line)
@@ -224,7 +240,13 @@ def run(log, boot_timeout, timeout, echo, stop_stuck, accel, command, stdout=Non
                 stuck_at = time.monotonic() - start
             if kreport.oops_line(text):
                 oops_at = time.monotonic() - start
-        new = kernel + user_port.lines(final)
+        user = user_port.lines(final)
+        for line in user:
+            if HARNESS_RUN.match(line):
+                in_test = True
+            elif HARNESS_RESULT.match(line):
+                in_test = False
+        new = kernel + user
         if new:
             last_line_at = time.monotonic() - start
         for line in new:
@@ -242,14 +264,17 @@ def run(log, boot_timeout, timeout, echo, stop_stuck, accel, command, stdout=Non
             take()
             now = time.monotonic() - start
             if stop_stuck and stuck_at is not None and now - stuck_at >= AFTER_STUCK:
-                found = kreport.find(merged)
-                stuck_title = next((r.title() for r in found if r.stuck or r.fatal),
+                # The detector's report (a stall, a panic), else the first
+                # one: a recursive fault follows the oops that the result
+                # shows first.
+                found = [r for r in kreport.find(merged) if r.from_kernel]
+                stuck_title = next((r.title() for r in found if r.stuck),
                                    found[0].title() if found else 'a report')
                 why = (f'the kernel is stuck ({stuck_title}); stopped after {now:.0f}s',
                        "the kernel's report follows in the result, decoded to file and line")
                 break
             if (stop_stuck and oops_at is not None and stuck_at is None and
-                    now - last_line_at >= SILENT_AFTER_OOPS):
+                    now - last_line_at >= (SILENT_IN_A_TEST if in_test else SILENT_AFTER_OOPS)):
                 title = next((r.title() for r in kreport.find(merged) if r.kind == 'oops'), 'an oops')
                 why = (f'the kernel went silent after its report ({title}): nothing on the console '
                        f'for {now - last_line_at:.0f} s; stopped after {now:.0f}s',

@@ -83,9 +83,11 @@ class Image:
 
         Each exercise is compiled once: its object makes the program, and a
         copy with main() made weak goes into every test, whose own main()
-        wins. Warnings of a file that is still the skeleton as issued
-        (unused variables where the TODOs go) are counted, not shown; an
-        edited file's are shown in full."""
+        wins. Every program and test has vm/guest/crash.c too: a crash
+        prints where it happened, for kit/crashes.py to decode. Warnings
+        of a file that is still the skeleton as issued (unused variables
+        where the TODOs go) are counted, not shown; an edited file's are
+        shown in full."""
         output = Output(stdout, stderr)
         if not self.check_kernel(output):
             return False
@@ -94,8 +96,12 @@ class Image:
         for d in (out / 'bin', out / 'tests', obj):
             d.mkdir(parents=True, exist_ok=True)
         exercises = Path(self.exercises).resolve()
-        cc = ['gcc', '-static', '-O2', '-g', '-Wall', '-pthread', '-isystem', self.headers,
-              f'-I{GUEST}', f'-I{exercises}']
+        # Frame pointers, and no call made a jump: vm/guest/crash.c walks
+        # the frames for make check to name the line of a crash that is
+        # the attendee's (kit/crashes.py), and a caller a tail call left
+        # would be missing from it.
+        cc = ['gcc', '-static', '-O2', '-g', '-fno-omit-frame-pointer', '-fno-optimize-sibling-calls',
+              '-Wall', '-pthread', '-isystem', self.headers, f'-I{GUEST}', f'-I{exercises}']
 
         def compile_(o, c, *extra):
             log = obj / f'{c.name}.warnings'
@@ -122,13 +128,17 @@ class Image:
             os.replace(new, dst)
             return True
 
+        # The crash reporter, linked into every program and test.
+        crash = obj / 'lab-crash.o'
+        if not compile_(crash, GUEST / 'crash.c'):
+            return False
         libs = []
         demos = []
         (out / 'demos').write_text('')
         for c in sorted(exercises.glob('*.c')):
             name = c.stem
             o = obj / f'{name}.o'
-            if not (compile_(o, c) and link(out / 'bin' / name, o)
+            if not (compile_(o, c) and link(out / 'bin' / name, crash, o)
                     and output.run(['objcopy', '--weaken-symbol=main', o, obj / f'{name}.lib.o'])):
                 return False
             libs.append(obj / f'{name}.lib.o')
@@ -140,7 +150,7 @@ class Image:
             # LAB_TEST: a test may #include an exercise's source (lab 03
             # runs lab 02's tests again), whose main() must then stay out.
             if not (compile_(o, t, '-DLAB_TEST', f'-I{Path(self.kernel_src) / "tools/testing/selftests"}')
-                    and link(out / 'tests' / t.stem, o, *libs)):
+                    and link(out / 'tests' / t.stem, crash, o, *libs)):
                 return False
         return True
 

@@ -13,14 +13,24 @@
                    and the exercise files laid over that tree
                    (OVERLAY_DIR/kernel/PATH over SRC/PATH)
 
-A report is what the kernel prints when it finds a bug in itself: an oops,
-a BUG or a general protection fault, a WARNING, KASAN and KFENCE, lockdep,
-an RCU stall, a soft lockup, a hung task, a panic. Its title follows
-syzkaller's pkg/report: the kind of report and the function to blame,
-"BUG: kernel NULL pointer dereference in pidfs_alloc_file". The function
-to blame is the first frame that is not the reporting machinery itself
-(dump_stack, __warn, kasan_report, lockdep, the RCU stall printer...) nor
-the generic entry code, again as pkg/report skips them.
+A report is what the kernel prints when it finds a bug in itself: every
+trap and page fault of an oops, BUG_ON(), a WARNING, UBSAN, refcount_t,
+list corruption, bad page state, KASAN, KFENCE, KMSAN, KCSAN, lockdep and
+RCU's checks, an RCU stall, a soft lockup, a hung task, a workqueue
+lockup, kmemleak, a panic (KINDS lists them by class, each with its
+first line and its title). Its title follows syzkaller's pkg/report: the
+kind of report and the function to blame, "BUG: kernel NULL pointer
+dereference in pidfs_alloc_file". The function to blame is the first
+frame that is neither the reporting machinery (MACHINERY: dump_stack,
+__warn, kasan_report, lockdep, the entry code...) nor a helper (HELPERS:
+reference counts, dput() and the dcache's and inodes' helpers, locks,
+lists, __might_sleep(), memory and string copies...), as pkg/report's
+linuxStackParams skips them: a bug shows in a helper, and is its caller's.
+
+When a report is not at an attendee's line, the result says which of the
+attendee's functions is on its stack, if any; when it looks like a
+reference counted wrong or memory used after it was freed, it says that
+the KASAN kernel (make check LAB=NN DEBUG=1) shows where it happened.
 
 One more kind is not the kernel's: when a run reaches its time limit and
 no detector fired, kit/console.py appends every vCPU's registers,
@@ -43,87 +53,393 @@ import re
 import subprocess
 import sys
 
-from . import tap
+from . import crashes, tap
 
 # "[   12.345678] text": a kernel line (CONFIG_PRINTK_TIME); anything else
-# on the console is userspace.
-KLINE = re.compile(r'^\[\s*(\d+\.\d+)\]\s?(.*)$')
+# on the console is userspace. A kernel with CONFIG_PRINTK_CALLER adds the
+# task or CPU that printed it, "[   12.345678][ T1083] text" (syzkaller's
+# reports have it), and /dev/kmsg dumps a log level, "<4>[...]".
+KLINE = re.compile(r'^(?:\S+ login: )?(?:<\d+>)?\[\s*(\d+\.\d+)\](?:\[\s*([CT]\d+)\])?\s?(.*)$')
 
-# The first line of each kind of report, and its title. {fn} is filled with
-# the function to blame; groups of the pattern fill the rest. Order matters
-# where two could match one line.
+
+class Kind:
+    """One kind of report: the line that starts it, its title, and where
+    its function to blame comes from.
+
+      start   a regular expression on the kernel line's text, matched at its
+              start; its named groups fill the title's other fields
+      title   the title, with {fn} for the function to blame
+      kind    the class: oops (the kernel killed a task: die()), kasan,
+              warning, atomic, lockdep, stall, panic, memory, leak
+      fn      where the function comes from, first:
+                rip     the faulting RIP, then the call trace
+                warn    the WARNING line's function, then as rip
+                head    the function the first line names (KASAN, KMSAN)
+                at      the first "at: FUNC" after a line with @phrase
+                        (lockdep: the lock's taker), then the call trace
+                trace   the call trace
+                hung    the call trace, waiting functions left out
+                leak    kmemleak's backtrace, allocators left out
+                last    "last function: FUNC" (workqueue)
+                None    no function: the title is the report's own words
+      skip    helpers this kind leaves out besides SKIP (a regular
+              expression on the function's name)
+      opener  a message line the kernel prints before its WARNING or BUG
+              (refcount_t:, list_add corruption, ODEBUG:): that WARNING
+              or BUG line belongs to this report
+    """
+
+    def __init__(self, start, title, kind, fn='rip', skip=None, phrase=None, opener=False):
+        self.start = re.compile(start)
+        self.title, self.kind, self.fn, self.phrase, self.opener = title, kind, fn, phrase, opener
+        self.skip = re.compile(skip) if skip else None
+
+    def match(self, text):
+        return self.start.match(text)
+
+
+OOPS = r'(?:Oops: )*'       # 6.10 and later put "Oops: " before each trap's name
+LOCKDEP = r'(?:WARNING|INFO|BUG): '
+# What kmemleak and syzkaller leave out of a leak's backtrace: the allocators.
+ALLOCATORS = (r'.*(?:kmemleak|kmalloc|kcalloc|kzalloc|krealloc|vmalloc|mmap|kmem|slab|alloc|'
+              r'create_object|idr_get|list_lru_init|kasprintf|kvasprintf|pcpu_create|strdup|'
+              r'strndup|memdup|kvmemdup|__new_inode|new_inode|d_make_root|__d_alloc).*')
+LOCK_FNS = r'.*(?:stack|lock|IRQ).*'
+
 KINDS = [
-    (r'BUG: kernel NULL pointer dereference', 'BUG: kernel NULL pointer dereference in {fn}', 'oops'),
-    (r'BUG: unable to handle page fault for address', 'BUG: unable to handle kernel paging request in {fn}', 'oops'),
-    (r'BUG: unable to handle kernel', 'BUG: unable to handle kernel paging request in {fn}', 'oops'),
-    (r'general protection fault', 'general protection fault in {fn}', 'oops'),
-    (r'kernel BUG at (\S+?):\d+!', 'kernel BUG in {fn}', 'oops'),
-    (r'BUG: KASAN: ([\w-]+) in ', 'KASAN: {0} in {fn}', 'kasan'),
-    (r'BUG: KFENCE: ([\w-]+)', 'KFENCE: {0} in {fn}', 'kasan'),
-    (r'BUG: sleeping function called from invalid context',
-     'BUG: sleeping function called from invalid context in {fn}', 'atomic'),
-    (r'BUG: scheduling while atomic', 'BUG: scheduling while atomic in {fn}', 'atomic'),
-    (r'BUG: workqueue lockup', 'BUG: workqueue lockup', 'stall'),
-    (r'watchdog: BUG: soft lockup', 'BUG: soft lockup in {fn}', 'stall'),
-    (r'rcu: INFO: rcu_\w+ self-detected stall on CPU', 'INFO: rcu detected stall in {fn}', 'stall'),
-    (r'rcu: INFO: rcu_\w+ detected stalls? on CPU', 'INFO: rcu detected stall in {fn}', 'stall'),
-    (r'INFO: task .*:\d+ blocked for more than \d+ seconds', 'INFO: task hung in {fn}', 'stall'),
-    (r'WARNING: suspicious RCU usage', 'WARNING: suspicious RCU usage in {fn}', 'lockdep'),
-    (r'WARNING: possible circular locking dependency detected', 'possible deadlock in {fn}', 'lockdep'),
-    (r'WARNING: possible recursive locking detected', 'possible deadlock in {fn}', 'lockdep'),
-    (r'WARNING: inconsistent lock state', 'inconsistent lock state in {fn}', 'lockdep'),
-    (r'WARNING: bad unlock balance detected', 'bad unlock balance in {fn}', 'lockdep'),
-    (r'WARNING: lock held when returning to user space', 'lock held when returning to user space in {fn}',
-     'lockdep'),
-    (r'BUG: (?:sleeping function|spinlock|rwlock) ', 'BUG: bad locking in {fn}', 'lockdep'),
-    (r'ODEBUG: (\w+) .*not available', 'WARNING: ODEBUG bug in {fn}', 'warning'),
-    (r'WARNING: CPU: \d+ PID: \d+ at ', 'WARNING in {fn}', 'warning'),
-    (r'Kernel panic - not syncing: (.*)', 'kernel panic: {0}', 'panic'),
+    # KASAN, KFENCE, KMSAN, KCSAN: the first line names the access's function.
+    Kind(r'BUG: KASAN: (?P<what>double-free or invalid-free|double-free|invalid-free) in (?P<fn>[\w.]+)',
+         'KASAN: {what} in {fn}', 'kasan', 'head',
+         skip=r'(?:kmem_\w+|__kmem_\w+|slab_\w+|__slab_\w+|kfree\w*|vunmap|vfree|__free_\w+|'
+              r'kmem_cache_free\w*|kvfree\w*)'),
+    Kind(r'BUG: KASAN: (?P<what>[\w-]+) (?:in|on address) (?P<fn>[\w.]+)?', 'KASAN: {what} {access} in {fn}',
+         'kasan', 'head'),
+    Kind(r'BUG: KASAN: (?P<what>[\w-]+)', 'KASAN: {what}', 'kasan', None),
+    Kind(r'BUG: KFENCE: (?P<what>[\w -]+?) in (?P<fn>[\w.]+)', 'KFENCE: {what} in {fn}', 'kasan', 'head'),
+    Kind(r'BUG: KFENCE: (?P<what>[\w-]+)', 'KFENCE: {what} in {fn}', 'kasan', 'trace'),
+    Kind(r'BUG: KMSAN: (?P<what>[\w-]+) in (?P<fn>[\w.]+)', 'KMSAN: {what} in {fn}', 'kasan', 'head'),
+    Kind(r'BUG: KCSAN: (?P<what>.*?)\s*$', 'KCSAN: {what}', 'kasan', None),
+    # Traps and page faults: die() prints them and kills the task.
+    Kind(r'BUG: (?:unable to handle kernel NULL pointer dereference|kernel NULL pointer dereference|'
+         r'Kernel NULL pointer dereference)', 'BUG: kernel NULL pointer dereference in {fn}', 'oops'),
+    Kind(r'BUG: (?:unable to handle kernel paging request|unable to handle page fault for address|'
+         r'unable to handle kernel|Unable to handle kernel)',
+         'BUG: unable to handle kernel paging request in {fn}', 'oops'),
+    Kind(OOPS + r'general protection fault', 'general protection fault in {fn}', 'oops'),
+    Kind(OOPS + r'divide error: ', 'divide error in {fn}', 'oops'),
+    Kind(OOPS + r'int3: ', 'int3 in {fn}', 'oops'),
+    Kind(OOPS + r'stack segment: ', 'stack segment fault in {fn}', 'oops'),
+    Kind(r'PANIC: double fault', 'PANIC: double fault in {fn}', 'oops'),
+    Kind(r'BUG: (?:\w+ )?stack guard page was hit at', 'BUG: stack guard page was hit in {fn}', 'oops'),
+    Kind(OOPS + r'kernel stack overflow \((?:double-fault|page fault)\)', 'BUG: kernel stack overflow in {fn}',
+         'oops'),
+    # BUG_ON(): with CONFIG_DEBUG_BUGVERBOSE the file and line, without
+    # it only the address; then "invalid opcode" (the ud2 it executes).
+    Kind(r'kernel BUG at \S*lib/list_debug\.c', 'BUG: corrupted list in {fn}', 'oops'),
+    Kind(r'kernel BUG at \S*mm/usercopy\.c', 'BUG: bad usercopy in {fn}', 'oops',
+         skip=r'(?:\w*usercopy\w*|__check_\w+|check_\w+_object)'),
+    Kind(r'kernel BUG at ', 'kernel BUG in {fn}', 'oops'),
+    Kind(r'Kernel BUG at ', 'kernel BUG in {fn}', 'oops'),
+    Kind(OOPS + r'invalid opcode: ', 'invalid opcode in {fn}', 'oops'),
+    # A message, then the WARNING (or BUG) that prints its stack.
+    Kind(r'list_(?:add|del) (?:corruption|double add)', 'BUG: corrupted list in {fn}', 'memory',
+         opener=True),
+    Kind(r'refcount_t: ', 'WARNING: refcount bug in {fn}', 'memory', 'warn',
+         skip=r'(?:\w*refcount\w*|kobject_\w+|kref_\w+)', opener=True),
+    Kind(r'ODEBUG: \S+ .*(?:object type|object:|not available|annotated)', 'WARNING: ODEBUG bug in {fn}',
+         'warning', 'warn',
+         skip=r'(?:debug_\w+|\w*rcu\w*|hrtimer_\w+|timer_\w+|\w*_timer\w*|work_\w+|percpu_\w+|kmem_\w+|'
+              r'slab_\w+|kfree\w*|vunmap|vfree|__free_\w+|debug_check\w*|kobject_\w+|free_\w+|'
+              r'__debug_\w+|__kmem_\w+)', opener=True),
+    Kind(r'UBSAN: Undefined behaviour in', 'UBSAN: undefined-behaviour in {fn}', 'warning', 'trace',
+         skip=r'\w*(?:ubsan|overflow)\w*'),
+    Kind(r'UBSAN: (?P<what>[\w-]+) in ', 'UBSAN: {what} in {fn}', 'warning', 'trace',
+         skip=r'\w*(?:ubsan|overflow)\w*'),
+    # Sleeping where one may not, and per-CPU use where one may move.
+    Kind(r'BUG: sleeping function called from invalid context',
+         'BUG: sleeping function called from invalid context in {fn}', 'atomic', 'trace'),
+    Kind(r'BUG: scheduling while atomic', 'BUG: scheduling while atomic in {fn}', 'atomic', 'trace',
+         skip=r'(?:\w*schedule\w*|__\w*sched\w*)'),
+    Kind(r'BUG: using (?P<what>smp_processor_id\(\)|__this_cpu_\w+\(\)|this_cpu_\w+\(\)) in preemptible',
+         'BUG: using {what} in preemptible code in {fn}', 'atomic', 'trace',
+         skip=r'\w*(?:dump_stack|preempt|preemption|debug_smp_processor_id)\w*'),
+    Kind(r'BUG: (?P<what>spinlock|rwlock) (?P<how>lockup suspected|already unlocked|recursion|bad magic|'
+         r'wrong owner|wrong CPU)', 'BUG: {what} {how} in {fn}', 'lockdep', 'trace',
+         skip=r'\w*(?:spin_|read_lock|write_lock|_lock_bug|rwlock_bug)\w*'),
+    # Stuck: the detectors of a CPU, a task, RCU and the workqueues.
+    Kind(r'BUG: workqueue lockup', 'BUG: workqueue lockup', 'stall', None),
+    Kind(r'BUG: workqueue leaked lock or atomic', 'BUG: workqueue leaked lock or atomic in {fn}',
+         'atomic', 'last'),
+    Kind(r'(?:watchdog: )?BUG: soft lockup', 'BUG: soft lockup in {fn}', 'stall'),
+    Kind(r'(?:watchdog: )?Watchdog detected hard LOCKUP', 'BUG: hard lockup in {fn}', 'stall'),
+    Kind(r'(?:rcu: )?INFO: rcu_\w+ (?:self-)?detected(?: expedited)? stalls?', 'INFO: rcu detected stall in {fn}',
+         'stall', skip=r'(?:\w*apic_timer_interrupt\w*|\w*rcu\w*)'),
+    Kind(r'(?:rcu: )?INFO: rcu_tasks\w* detected stalls?', 'INFO: rcu detected stall in {fn}', 'stall', 'trace'),
+    Kind(r'INFO: task .*:\d+ blocked (?:in I/O wait )?for more than \d+ seconds', 'INFO: task hung in {fn}',
+         'stall', 'hung'),
+    Kind(r'INFO: task .* can\'t die for more than', 'INFO: task can\'t die in {fn}', 'stall', 'hung'),
+    # lockdep, and RCU's lockdep checks.
+    Kind(LOCKDEP + r'suspicious RCU usage', 'WARNING: suspicious RCU usage in {fn}', 'lockdep', 'trace',
+         skip=r'\w*(?:rcu|kmem|slab|kmalloc|vmalloc|kcalloc|kzalloc)\w*'),
+    Kind(LOCKDEP + r'possible circular locking dependency detected', 'possible deadlock in {fn}', 'lockdep',
+         'at', phrase='is trying to acquire lock'),
+    Kind(LOCKDEP + r'possible recursive locking detected', 'possible deadlock in {fn}', 'lockdep', 'at',
+         phrase='is trying to acquire lock'),
+    Kind(LOCKDEP + r'possible irq lock inversion dependency detected', 'possible deadlock in {fn}', 'lockdep',
+         'at', phrase='just changed the state of lock'),
+    Kind(LOCKDEP + r'(?:SOFT|HARD)IRQ-safe -> (?:SOFT|HARD)IRQ-unsafe lock order detected',
+         'possible deadlock in {fn}', 'lockdep', 'at', phrase='is trying to acquire'),
+    Kind(LOCKDEP + r'inconsistent lock state', 'inconsistent lock state in {fn}', 'lockdep', 'at',
+         phrase='takes'),
+    Kind(r'(?P<lvl>WARNING|BUG): bad unlock balance detected', 'WARNING: bad unlock balance in {fn}',
+         'lockdep', 'at', phrase='is trying to release lock'),
+    Kind(r'(?P<lvl>WARNING|BUG): held lock freed', '{lvl}: held lock freed in {fn}', 'lockdep', 'at',
+         phrase='held lock freed'),
+    Kind(r'(?P<lvl>WARNING|BUG): lock held when returning to user space',
+         '{lvl}: lock held when returning to user space in {fn}', 'lockdep', 'at',
+         phrase='leaving the kernel with locks still held'),
+    Kind(r'(?:WARNING|BUG): .*still has locks held', 'BUG: still has locks held in {fn}', 'lockdep', 'trace'),
+    Kind(r'WARNING: lock held by \S+ while returning to user space', 'WARNING: lock held when returning to '
+         'user space in {fn}', 'lockdep', 'trace'),
+    Kind(r'INFO: trying to register non-static key', 'INFO: trying to register non-static key in {fn}',
+         'lockdep', 'trace', skip=LOCK_FNS),
+    Kind(r'BUG: (?P<what>MAX_\w+ too low)!', 'BUG: {what} in {fn}', 'lockdep', 'trace'),
+    Kind(r'BUG: (?P<what>looking up invalid subclass: \d+|key \S+ has not been registered!)',
+         'BUG: {what}', 'lockdep', None),
+    Kind(r'(?:WARNING|BUG): (?P<what>nested lock was not taken|bad contention detected!|'
+         r'lock held at task exit time!|Nested lock was not taken)', 'WARNING: {what} in {fn}', 'lockdep',
+         'trace', skip=LOCK_FNS),
+    # What the unwinder and the stack checks say.
+    Kind(r"WARNING: kernel stack regs at [0-9a-f]+ in \S+ has bad '(?P<reg>[^']+)' value",
+         "WARNING: kernel stack regs has bad '{reg}' value", 'warning', None),
+    Kind(r'WARNING: kernel stack frame pointer at [0-9a-f]+ in \S+ has bad value',
+         'WARNING: kernel stack frame pointer has bad value', 'warning', None),
+    # The page allocator, the mm and the dcache find their objects bad.
+    Kind(r'BUG: Bad page state', 'BUG: Bad page state in {fn}', 'memory', 'trace',
+         skip=r'(?:bad_page|free_\w+|__free_\w+|\w*free_pages\w*|\w*page_\w+|release_pages|'
+              r'__folio_put\w*|folio_\w+|put_page\w*|__put_page\w*|__page_cache_release|'
+              r'\w*pages_prepare\w*|check_\w+|\w*lru\w*)'),
+    Kind(r'BUG: Bad page map', 'BUG: Bad page map', 'memory', None),
+    Kind(r'BUG: Bad rss-counter state', 'BUG: Bad rss-counter state', 'memory', None),
+    Kind(r'BUG: non-zero (?P<what>\w+) on freeing mm', 'BUG: non-zero {what} on freeing mm', 'memory', None),
+    Kind(r'BUG: Dentry .* still in use \(-?\d+\) \[unmount of (?P<fs>[^\]]+)\]',
+         'BUG: Dentry still in use [unmount of {fs}]', 'memory', None),
+    Kind(r'BUG (?P<cache>[\w:.-]+) \([^)]*\): (?P<what>.*?)\s*$', 'BUG: {what}', 'memory', None),
+    Kind(r'BUG: memory leak', 'memory leak in {fn}', 'leak', 'leak', skip=ALLOCATORS),
+    Kind(r'unreferenced object 0x[0-9a-f]+ \(size \d+\):', 'memory leak in {fn}', 'leak', 'leak',
+         skip=ALLOCATORS),
+    Kind(r'unregister_netdevice: waiting for \S+ to become free',
+         'unregister_netdevice: waiting for DEV to become free', 'stall', None),
+    # WARN(), WARN_ON(): the function is on the line, with its file and line
+    # under CONFIG_DEBUG_BUGVERBOSE. warning_kind() names special ones.
+    Kind(r'WARNING: CPU: \d+ PID: \d+ at ', 'WARNING in {fn}', 'warning', 'warn'),
+    # panic(): its own words; the stack protector names a function.
+    Kind(r'Kernel panic - not syncing: stack-protector: Kernel stack is corrupted in: (?P<fn>[\w.]+)',
+         'kernel panic: stack is corrupted in {fn}', 'panic', 'head'),
+    Kind(r'Kernel panic - not syncing: corrupted stack end detected inside scheduler',
+         'kernel panic: corrupted stack end in {fn}', 'panic', 'trace', skip=r'\w*schedule\w*'),
+    Kind(r'Kernel panic - not syncing: (?P<what>Attempted to kill init!)', 'kernel panic: {what}', 'panic', None),
+    Kind(r'Kernel panic - not syncing: (?P<what>.*?)\s*$', 'kernel panic: {what}', 'panic', None),
+    # An oops whose first lines went missing.
+    Kind(OOPS + r'Oops: [0-9a-f]{4} \[#\d+\]', 'kernel Oops in {fn}', 'oops'),
+    Kind(r'Oops: [0-9a-f]{4} \[#\d+\]', 'kernel Oops in {fn}', 'oops'),
+    # Any other BUG: line of the kernel's is a bug it found in itself.
+    Kind(r'BUG: (?P<what>[^:!]*?)(?:[:!].*)?\s*$', 'BUG: {what}', 'memory', None),
 ]
-KINDS = [(re.compile(p), t, k) for p, t, k in KINDS]
+
+# The WARNING line of a helper that checks something for its caller: the
+# title says what (syzkaller's names) and the helper is not the culprit.
+WARNINGS = [
+    (re.compile(r'lib/refcount\.c|\brefcount_warn_saturate\b|\brefcount_\w+\+'), 'WARNING: refcount bug in {fn}',
+     r'(?:\w*refcount\w*|kobject_\w+|kref_\w+)'),
+    (re.compile(r'lib/debugobjects\.c|\bdebug_print_object\b'), 'WARNING: ODEBUG bug in {fn}',
+     KINDS[[k.title for k in KINDS].index('WARNING: ODEBUG bug in {fn}')].skip.pattern),
+    (re.compile(r'lib/list_debug\.c|\b__list_\w+_valid\w*\+'), 'BUG: corrupted list in {fn}', None),
+    (re.compile(r'mm/usercopy\.c|\busercopy_warn\b'), 'WARNING: bad usercopy in {fn}',
+     r'(?:\w*usercopy\w*|__check_\w+|check_\w+_object)'),
+    (re.compile(r'fs/proc/generic\.c|\bproc_register\+'), 'WARNING: proc registration bug in {fn}', r'proc_\w+'),
+    (re.compile(r'kernel/locking/lockdep\.c'), 'WARNING: locking bug in {fn}', r'(?:lock_sock\w*|release_sock)'),
+    (re.compile(r'mm/\S*\.c:\d+ \S*(?:malloc|krealloc)'), 'WARNING: kmalloc bug in {fn}',
+     r'\w*(?:kmalloc|kcalloc|kzalloc|krealloc|vmalloc|slab|kmem)\w*'),
+]
+
+# Inside a report that is still going on, these lines are part of it: the
+# trap after "kernel BUG at" or a page fault's first lines, the panic after
+# an oops, the WARNING (or BUG) after its message (syzkaller's
+# reportStartIgnores, and the openers' WARNING).
+CONTINUES = re.compile(r'^(?:' + OOPS + r'invalid opcode: |Oops: [0-9a-f]{4} \[#|Kernel panic - not syncing|'
+                       r'PANIC: double fault|Fixing recursive fault)')
+AFTER_OPENER = re.compile(r'^(?:WARNING: CPU: |kernel BUG at |Kernel BUG at |' + OOPS + r'invalid opcode: )')
+
+# The kernel cannot go on by itself after these: a panic, and an oops in a
+# task that was already exiting (it is left dead with whatever it held).
+FATAL = re.compile(r'^(?:Kernel panic - not syncing|Fixing recursive fault but reboot is needed|'
+                   r'---\[ end Kernel panic)')
 
 # Reports that mean the kernel will not get on by itself: the host may
 # stop the VM at once.
 STUCK = {'stall', 'panic'}
 
-# The reporting machinery and the generic entry code: never the culprit.
-SKIP = re.compile(r'^(?:' + '|'.join([
-    r'dump_stack\w*', r'show_stack', r'show_regs', r'show_trace_log_lvl', r'sched_show_task',
-    r'__warn\w*', r'warn_\w+', r'report_bug', r'handle_bug', r'exc_\w+', r'asm_exc_\w+',
-    r'asm_sysvec_\w+', r'sysvec_\w+', r'irq_exit\w*', r'__irq_exit\w*', r'__sysvec_\w+',
-    r'kasan_\w+', r'__kasan_\w+', r'print_report', r'print_address_description\w*',
-    r'kfence_\w+', r'__kfence_\w+', r'check_memory_region\w*', r'__asan_\w+',
-    r'lockdep_\w+', r'__lock_acquire', r'lock_acquire', r'lock_release', r'mark_lock\w*',
-    r'print_\w+', r'validate_chain', r'check_\w+', r'__might_\w+', r'might_\w+',
-    r'___might_sleep', r'__schedule_bug', r'schedule\w*', r'__schedule',
-    r'rcu_\w+', r'__rcu_\w+', r'update_process_times', r'tick_\w+', r'hrtimer_\w+',
-    r'__hrtimer_\w+', r'watchdog_\w+', r'nmi_\w+', r'arch_trigger_\w+',
-    r'trigger_\w+backtrace\w*', r'dump_cpu_task', r'panic', r'panic_\w+', r'oops_\w+', r'die\w*',
-    r'page_fault_oops', r'kernelmode_fixup_or_oops', r'__bad_area\w*', r'bad_area\w*',
-    r'do_user_addr_fault', r'handle_page_fault', r'no_context', r'do_trap', r'do_error_trap',
-    r'_raw_\w+', r'raw_spin\w+', r'spin_\w+', r'queued_\w+', r'debug_object\w*',
-    r'do_syscall_64', r'entry_SYSCALL\w*', r'do_\w+_syscall\w*', r'syscall_\w+',
-    r'ret_from_fork\w*', r'kthread', r'worker_thread', r'process_one_work',
-    r'__x64_sys_\w+', r'__do_sys_\w+', r'__se_sys_\w+', r'x64_sys_call',
-    r'ODEBUG\w*', r'debug_print_object', r'refcount_warn_saturate',
-]) + r')$')
 
-def skipped(fn):
-    """The reporting machinery, whatever part of it the compiler split off
-    (__might_resched.cold, foo.isra.0, bar.constprop.0)."""
-    return bool(SKIP.match(fn.split('.', 1)[0]))
+def start_of(text):
+    """The kind of report the kernel line's text starts, and its match."""
+    for k in KINDS:
+        m = k.match(text)
+        if m:
+            return k, m
+    return None, None
 
 
-# A frame: " func+0x1c/0x40" in a Call Trace, or the RIP line.
-FRAME = re.compile(r'^\s*(?:\?\s+)?([A-Za-z_][\w.]*)\+0x[0-9a-f]+/0x[0-9a-f]+')
-RIP = re.compile(r'^RIP: \w+:([A-Za-z_][\w.]*)\+0x[0-9a-f]+/0x[0-9a-f]+')
-AT = re.compile(r'^WARNING: CPU: \d+ PID: \d+ at \S+ ([A-Za-z_][\w.]*)\+0x')
-TASK = re.compile(r'^CPU: \d+ PID: (\d+) Comm: (\S+)')
-HUNG_TASK = re.compile(r'^INFO: task (.*):(\d+) blocked for more than')
+def stuck_line(text):
+    """Whether a kernel line's text says the kernel is stuck or panicked."""
+    k, _ = start_of(text)
+    return bool(FATAL.match(text) or (k and k.kind in STUCK))
+
+
+def oops_line(text):
+    """Whether a kernel line's text starts a report after which the kernel
+    killed the task that ran into it (die()): that task may hold locks
+    nobody will release, and the kernel may go silent."""
+    k, _ = start_of(text)
+    return bool(k and k.kind == 'oops')
+
+
+# The function to blame is the first frame that is not a helper, as
+# syzkaller's pkg/report blames (its linuxStackParams skip list). MACHINERY
+# is never the culprit: the code that prints a report, takes a trap or
+# enters the kernel. HELPERS are blamed only when nothing else is on the
+# stack: what an attendee's code calls and where a bug of theirs shows
+# (reference counts, the dcache and inode helpers, locks, lists, memory
+# and string copies, the sanitizers' checks).
+MACHINERY = [
+    r'dump_stack\w*', r'show_stack', r'show_regs', r'show_trace_log_lvl', r'_?sched_show_task', r'__show_regs',
+    r'__warn\w*', r'warn_\w+', r'report_bug', r'handle_bug', r'exc_\w+', r'asm_exc_\w+', r'fixup_bug',
+    r'asm_sysvec_\w+', r'sysvec_\w+', r'\w*apic_timer_interrupt\w*', r'\w*_interrupt_entry\w*',
+    r'irq_exit\w*', r'__irq_exit\w*', r'__sysvec_\w+', r'invalid_op',
+    r'\w*kasan\w*', r'\w*kmsan\w*', r'\w*ubsan\w*', r'\w*kcsan\w*', r'print_report', r'print_address_description\w*',
+    r'kfence_\w+', r'__kfence_\w+', r'check_memory_region\w*', r'__asan_\w+', r'__msan_\w+', r'__sanitizer\w*',
+    r'lockdep_\w+', r'__lock_acquire\w*', r'lock_acquire\w*', r'lock_release', r'mark_lock\w*', r'lock_class\w*',
+    r'reacquire_held_locks', r'lock_acquired', r'lock_contended', r'debug_check_no_locks_\w+',
+    r'print_\w+', r'validate_chain', r'check_\w+', r'__might_\w+', r'might_\w+', r'___might_sleep',
+    r'__schedule_bug', r'(?:__)?schedule(?:_\w+)?', r'preempt_schedule\w*', r'__switch_to\w*', r'context_switch',
+    r'finish_task_switch\w*', r'rcu_\w+', r'__rcu_\w+', r'update_process_times', r'tick_\w+', r'hrtimer_\w+',
+    r'__hrtimer_\w+', r'watchdog_\w+', r'nmi_\w+', r'arch_trigger_\w+', r'trigger_\w+backtrace\w*',
+    r'dump_cpu_task', r'panic', r'panic_\w+', r'oops_\w+', r'die\w*', r'__die\w*', r'do_trap', r'do_error_trap',
+    r'do_int3\w*', r'page_fault_oops', r'kernelmode_fixup_or_oops', r'__bad_area\w*', r'bad_area\w*',
+    r'do_user_addr_fault', r'handle_page_fault', r'no_context', r'\w*_trap', r'do_error\w*',
+    r'debug_object\w*', r'debug_print_object', r'ODEBUG\w*', r'refcount_warn_saturate',
+    r'kmemleak_\w+', r'create_object\w*', r'__create_object\w*', r'register_lock_class', r'look_up_lock_class',
+    r'lock_is_held\w*', r'__lock_is_held',
+    r'do_syscall_\w+', r'entry_SYSCALL\w*', r'do_fast_syscall_\w+', r'syscall_\w+', r'__do_fast_syscall\w*',
+    r'ret_from_fork\w*', r'kthread', r'worker_thread', r'process_one_work', r'smpboot_thread_fn',
+    r'x64_sys_call', r'asm_common_interrupt', r'common_interrupt', r'do_softirq\w*', r'__do_softirq',
+    r'run_ksoftirqd', r'handle_softirqs', r'irq_exit_rcu', r'__irq_exit_rcu', r'invoke_softirq',
+    r'cpu_startup_entry', r'do_idle', r'start_secondary', r'secondary_startup_64\w*',
+    r'perf_trace\w*', r'should_fail\w*', r'fail_dump',
+]
+HELPERS = [
+    # reference counts
+    r'(?:__)?refcount_\w+', r'kref_\w+', r'kobject_put', r'kobject_get\w*', r'get_pid', r'put_pid',
+    # the dcache, inodes, files, paths: an attendee's dput() too many
+    # shows in them, called from the attendee's code or much later
+    r'dput', r'__dput', r'fast_dput', r'dentry_kill', r'__dentry_kill', r'dentry_free', r'dentry_unlink_inode',
+    r'd_delete', r'd_drop', r'__d_drop', r'd_instantiate\w*', r'd_make_root', r'd_alloc\w*', r'__d_alloc',
+    r'd_lookup', r'__d_lookup\w*', r'd_invalidate', r'd_prune_aliases', r'shrink_dentry_list', r'lock_for_kill',
+    r'dget\w*', r'd_inode', r'd_backing_inode', r'iput', r'iput_final', r'evict', r'destroy_inode',
+    r'__destroy_inode', r'clear_inode', r'inode_init_always', r'new_inode\w*', r'iget\w*', r'ihold',
+    r'path_put', r'path_get', r'mntput\w*', r'mntget', r'lockref_\w+',
+    # locks
+    r'mutex_lock\w*', r'__mutex_lock\w*', r'mutex_unlock\w*', r'__mutex_unlock\w*', r'mutex_trylock\w*',
+    r'down', r'down_read\w*', r'down_write\w*', r'__down\w*', r'up', r'up_read', r'up_write', r'__up\w*',
+    r'rwsem_\w+', r'__rwsem_\w+', r'_raw_\w+', r'raw_spin\w*', r'spin_\w+', r'__raw_\w+', r'do_raw_\w+',
+    r'queued_\w+', r'native_queued_\w+', r'__pv_queued_\w+', r'osq_lock', r'osq_unlock', r'percpu_down_\w+',
+    r'percpu_up_\w+', r'rt_mutex\w*', r'__rt_mutex\w*', r'mutex_remove_waiter', r'read_lock\w*',
+    r'write_lock\w*', r'read_unlock\w*', r'write_unlock\w*', r'__wake_up\w*', r'finish_wait', r'prepare_to_wait\w*',
+    r'local_bh_enable\w*', r'__local_bh_enable\w*', r'preempt_count_\w+',
+    # atomics and bit operations, and KASAN's wrappers of them
+    r'(?:__)?(?:test_and_)?(?:set|clear|change)_bit\w*', r'test_bit\w*', r'instrument_\w+',
+    r'(?:arch_|raw_)?atomic(?:64|_long)?_\w+', r'cmpxchg\w*',
+    # lists
+    r'__list_\w+_valid\w*', r'(?:__)?list_(?:add|del|replace|move|splice|cut)\w*', r'(?:__)?hlist_\w+',
+    # memory and strings
+    r'memcpy\w*', r'__memcpy\w*', r'memset\w*', r'__memset\w*', r'memmove\w*', r'__memmove\w*', r'memcmp',
+    r'memchr\w*', r'(?:__)?str\w*cpy\w*', r'strlen', r'strnlen\w*', r'strcmp', r'strncmp', r'strchr\w*',
+    r'strnstr', r'strstr', r'strcat', r'strncat', r'strlcat', r'memdup\w*', r'kstrdup\w*', r'kstrndup',
+    r'_?copy_to_user\w*', r'_?copy_from_user\w*', r'__copy_\w+user\w*', r'copy_user_\w+',
+    r'raw_copy_\w+', r'rep_movs_alternative', r'rep_stos_alternative', r'(?:__)?put_user\w*', r'(?:__)?get_user\w*',
+    r'clear_user\w*', r'__clear_user', r'_copy_\w+', r'copyout', r'copyin', r'copy_\w+_iter\w*',
+    r'string', r'string_nocheck', r'pointer', r'vsnprintf', r'snprintf', r'scnprintf', r'vscnprintf',
+    r'sprintf', r'vsprintf', r'kasprintf', r'kvasprintf\w*', r'_printk', r'printk\w*', r'vprintk\w*',
+    r'dev_(?:info|notice|warn|err|alert|crit|emerg|printk\w*)', r'_dev_\w+',
+    r'(?:__)?fortify_\w+', r'__read_once_size\w*', r'__write_once_size\w*', r'read_word_at_a_time',
+    # timers, work, threads, devices (syzkaller's list)
+    r'del_timer\w*', r'__del_timer\w*', r'timer_delete\w*', r'flush_work', r'__flush_work', r'__cancel_work\w*',
+    r'cancel_work_sync', r'cancel_delayed_work_sync', r'try_to_grab_pending', r'flush_workqueue',
+    r'__flush_workqueue', r'drain_workqueue', r'destroy_workqueue', r'kthread_stop\w*', r'kobject_del',
+    r'kobject_uevent_env', r'add_uevent_var', r'get_device_parent', r'device_add', r'device_del',
+    r'device_unregister', r'device_destroy', r'sysfs_remove\w*', r'device_remove_file', r'device_for_each_child',
+    r'rollback_registered\w*', r'unregister_netdev\w*', r'usb_submit_urb', r'usb_start_wait_urb',
+    r'usb_bulk_msg', r'usb_interrupt_msg', r'usb_control_msg', r'usb_hcd_submit_urb', r'usb_kill_urb',
+    r'usb_kill_anchored_urbs', r'dummy_urb_enqueue', r'save_trace\w*',
+    # socket buffers
+    r'skb_over_panic', r'skb_under_panic', r'skb_panic', r'skb_put', r'skb_push', r'skb_pull\w*', r'__skb_pull',
+    r'skb_copy_bits', r'skb_copy_datagram\w*', r'__skb_datagram_iter', r'skb_\w+_bits',
+    # allocators: a sleep or a leak in them is their caller's
+    r'kmem_cache_alloc\w*', r'__kmem_cache_alloc\w*', r'(?:__)?kmalloc', r'kzalloc', r'kcalloc',
+    r'kvmalloc\w*', r'kvzalloc\w*', r'slab_alloc\w*', r'__slab_alloc\w*', r'(?:__)?alloc_pages\w*',
+    r'kmalloc_(?:node|trace|large|array|order|reserve)\w*', r'__kmalloc_(?:node|track_caller|reserve)\w*',
+    # the slab allocator's own checks
+    r'slab_free\w*', r'__slab_free', r'kfree', r'kmem_cache_free', r'__kmem_cache_free\w*', r'kvfree',
+    r'free_debug_processing', r'on_freelist', r'object_err', r'slab_err', r'slab_bug', r'slab_fix',
+    r'__slab_err', r'check_object', r'check_bytes_and_report',
+]
+SKIP = re.compile(r'^(?:' + '|'.join(MACHINERY + HELPERS) + r')$')
+NEVER = re.compile(r'^(?:' + '|'.join(MACHINERY) + r')$')
+
+
+def base_name(fn):
+    """A function as it is named in a title: without the suffix the compiler
+    gave a copy of it (__might_resched.cold, foo.isra.0, bar.constprop.0)."""
+    return fn.split('.', 1)[0]
+
+
+def skipped(fn, extra=None):
+    """Whether the function is the reporting machinery or a helper."""
+    name = base_name(fn)
+    return bool(SKIP.match(name) or (extra and extra.fullmatch(name)))
+
+
+# A frame: " func+0x1c/0x40" in a Call Trace, "[<ffffffff81234567>] func+0x"
+# in an older one or kmemleak's backtrace, "? func+0x" when the unwinder
+# could not vouch for it.
+FRAME = re.compile(r'^\s*(?:<(?:IRQ|EOI|NMI|TASK|SOFTIRQ)>\s*)?(?:\[<?[0-9a-f]+>?\]\s*){0,2}(\?\s+)?'
+                   r'([A-Za-z_][\w.]*)\+0x[0-9a-f]+/0x[0-9a-f]+')
+RIP = re.compile(r'^(?:RIP|IP|NIP): (?:\w+:)?(?:\[<?[0-9a-f]+>?\]\s*){0,2}([A-Za-z_][\w.]*)\+0x[0-9a-f]+/0x[0-9a-f]+')
+KERNEL_RIP = re.compile(r'^RIP: 0010:')
+AT = re.compile(r'^WARNING: CPU: \d+ PID: \d+ at (?:(\S+:\d+) )?([A-Za-z_][\w.]*)\+0x')
+FUNC_OFF = re.compile(r'([A-Za-z_][\w.]*)\+0x[0-9a-f]+/0x[0-9a-f]+')
+TASK = re.compile(r'^CPU: \d+ (?:UID: \d+ )?PID: (\d+) Comm: (\S+)')
+HUNG_TASK = re.compile(r'^INFO: task (.*):(\d+) blocked')
 SOFT_LOCKUP = re.compile(r'soft lockup - CPU#\d+ stuck for \d+s! \[(.*):(\d+)\]')
 END = re.compile(r'^---\[ end (?:trace|Kernel panic)')
-KASAN_FN = re.compile(r'^BUG: KASAN: [\w-]+ in ([A-Za-z_][\w.]*)\+0x')
+RULER = re.compile(r'^={20,}\s*$')
 KASAN_ACCESS = re.compile(r'^(Read|Write) of size \d+')
+LAST_FUNCTION = re.compile(r'last function: ([A-Za-z_][\w.]*)')
+# Where a report's main stack stops and another one starts: the objects'
+# histories of KASAN and KMSAN, lockdep's chain of earlier acquisitions.
+OTHER_STACK = re.compile(r'^(?:Allocated by task|Freed by task|Last potentially related work creation|'
+                         r'Second to last potentially related|Uninit was (?:created|stored)|The buggy address|'
+                         r'Memory state around|-> #\d+|other info that might help|the existing dependency chain|'
+                         r'the dependencies between|which lock already depends|but task is already holding|'
+                         r'\{[A-Z-]+\} state was registered at:|Local variable .* created at:)')
+MAIN_STACK = re.compile(r'^(?:stack backtrace:|Call Trace:|Call trace:)')
+# What an oops says when it looks like memory used after it was freed or a
+# reference counted wrong: the slab's poison (POISON_FREE 0x6b), the list
+# poison, an address no pointer can have.
+POISON = re.compile(r'6b6b6b6b|dead0000000001[02]|dead000000000[12]00|a5a5a5a5|non-canonical address|'
+                    r'use-after-free', re.I)
+DCACHE_INODE = re.compile(r'(?:^|_)(?:dput|iput|dentry|dget|inode|evict|fput|path_put|mntput|lockref|d_inode)|'
+                          r'^__?d_\w+|^d_\w+')
 
 
 class Report:
@@ -133,10 +449,15 @@ class Report:
         self.kind, self.title_fmt, self.groups = kind, title_fmt, groups
         self.lines = [first]
         self.index = index          # line number in the log, from 1
-        self.test = test            # tests/NAME, or None before any test
+        self.test = test            # tests/NAME, or None outside any test
+        self.last_test = test       # the last test begun before it, ended or not
         self.task = None
         self.ended = False
         self.decoded = None
+        self.spec = None            # its Kind
+        self.match = None           # the match of its first line
+        self.ctx = None             # the printer, "T123", when the kernel says
+        self.fatal = False          # the kernel cannot go on after it
 
     # A report the kernel printed; verdicts.summary() lists the tests after it
     # as its consequences.
@@ -146,33 +467,116 @@ class Report:
     def stuck(self):
         return self.kind in STUCK
 
-    def culprit(self):
-        """The function to blame: the faulting or warning function, else the
-        first frame of the trace that is not the reporting machinery."""
-        if self.kind == 'kasan':
-            m = KASAN_FN.match(self.lines[0])
-            if m and not skipped(m.group(1)):
-                return m.group(1)
+    def warning(self):
+        """(title, skip) of a WARNING line that names a checking helper."""
         for line in self.lines:
-            m = AT.match(line) or RIP.match(line)
-            if m and not skipped(m.group(1)):
-                return m.group(1)
-        for line in self.lines:
+            if line.startswith('WARNING: CPU: '):
+                for pat, title, skip in WARNINGS:
+                    if pat.search(line):
+                        return title, (re.compile(skip) if skip else None)
+                return None
+        return None
+
+    def title_and_skip(self):
+        spec = self.spec
+        title, skip = self.title_fmt, spec.skip if spec else None
+        if spec and spec.title == 'WARNING in {fn}':
+            special = self.warning()
+            if special:
+                title, skip = special
+        return title, skip
+
+    def candidates(self):
+        """The functions of the report, in the order they are blamed: the one
+        its first lines name, then the RIP and the frames of its main stack,
+        each with whether it is a '?' frame."""
+        spec, out = self.spec, []
+        mode = spec.fn if spec else 'rip'
+        if mode == 'head' and self.match is not None and self.match.groupdict().get('fn'):
+            out.append(self.match.group('fn'))
+        if mode == 'warn':
+            for line in self.lines:
+                m = AT.match(line)
+                if m:
+                    out.append(m.group(2))
+                    break
+        if mode == 'last':
+            for line in self.lines:
+                m = LAST_FUNCTION.search(line)
+                if m:
+                    return [m.group(1)]
+        if mode == 'at':
+            for i, line in enumerate(self.lines):
+                if spec.phrase in line:
+                    for rest in [line.split('at:', 1)[1] if 'at:' in line else ''] + self.lines[i + 1:i + 4]:
+                        m = FUNC_OFF.search(rest)
+                        if m:
+                            return [m.group(1)]
+                    break
+        main, before, rip = True, [], False
+        for line in self.lines[1:]:
+            if OTHER_STACK.match(line.strip()):
+                main = False
+            elif MAIN_STACK.match(line.strip()):
+                main = True
+            if not main:
+                continue
+            m = RIP.match(line)
+            if m:
+                out.append(m.group(1))
+                rip = True
+                continue
+            if KERNEL_RIP.match(line):
+                # A RIP no symbol names (a jump to a bad address): the
+                # frames under it are still the trap's.
+                rip = True
+                continue
             m = FRAME.match(line)
-            if m and not line.lstrip().startswith('?') and not skipped(m.group(1)):
-                return m.group(1)
+            if m and not m.group(1):
+                (out if rip or mode not in ('rip', 'warn') else before).append(m.group(2))
+        # The trap's RIP and the frames under it first: what an older
+        # kernel printed before it is panic()'s own stack (panic_on_warn),
+        # or another CPU's lines.
+        return out + before
+
+    def culprit(self):
+        """The function to blame: the first candidate that is neither the
+        reporting machinery nor a helper; else the first that is not the
+        machinery; None when the report names no function."""
+        if self.spec and self.spec.fn is None:
+            return None
+        _, skip = self.title_and_skip()
+        cands = self.candidates()
+        if self.spec and self.spec.fn in ('at', 'last') and cands:
+            return cands[0]
+        if self.spec and self.spec.fn == 'hung':
+            return hung_frame(cands)
+        for fn in cands:
+            if not skipped(fn, skip):
+                return fn
+        for fn in cands:
+            if not NEVER.match(base_name(fn)):
+                return fn
         return None
 
     def title(self):
-        groups = list(self.groups)
-        if self.kind == 'kasan':
+        title, _ = self.title_and_skip()
+        groups = {k: (v or '') for k, v in (self.match.groupdict().items() if self.match else [])}
+        groups.pop('fn', None)
+        if '{access}' in title and not groups.get('access'):
+            groups['access'] = ''
             for line in self.lines:
                 m = KASAN_ACCESS.match(line)
                 if m:
-                    groups[0] = f'{groups[0]} {m.group(1)}'
+                    groups['access'] = m.group(1)
                     break
-        fn = self.culprit() or 'an unknown function'
-        return self.title_fmt.format(*groups, fn=fn)
+        if groups.get('what') == 'double-free or invalid-free':
+            groups['what'] = 'invalid-free'
+        # A function's offset is no part of a title (KCSAN names one).
+        groups = {k: re.sub(r'\+0x[0-9a-f]+/0x[0-9a-f]+', '', v) for k, v in groups.items()}
+        fn = self.culprit()
+        text = title.format(fn=base_name(fn) if fn else 'an unknown function', **groups)
+        return re.sub(r'  +', ' ', text)
 
     def who(self):
         """The task the report is about: from the report's own lines."""
@@ -186,6 +590,45 @@ class Report:
             if m:
                 return f'{m.group(2)} (pid {m.group(1)})'
         return None
+
+    def looks_like_memory(self, at_theirs=False):
+        """Whether the report looks like a reference counted wrong or memory
+        used after it was freed, on a kernel without KASAN (which would
+        have said so itself): a refcount, list or page-state report; an
+        oops on a poisoned or impossible address; an oops in the dcache's
+        and inodes' helpers, far from the attendee's code (at_theirs: the
+        report is at an attendee's line, which says more than a hint)."""
+        if self.kind == 'kasan' or any(' KASAN' in line for line in self.lines[:3]):
+            return False
+        title = self.title()
+        if self.kind == 'memory' or re.search(r'refcount|corrupted list|Bad page|Bad rss|ODEBUG|double-free|'
+                                              r'use-after-free', title):
+            return True
+        if self.kind != 'oops' or re.match(r'(?:kernel BUG|invalid opcode|divide error|int3)', title):
+            return False
+        if any(POISON.search(line) for line in self.lines[:12]):
+            return True
+        first = next((base_name(fn) for fn in self.candidates()), '')
+        return not at_theirs and bool(DCACHE_INODE.search(first))
+
+
+# Where syzkaller's hung-task titles look: the first frame of a task's
+# stack that is not the waiting itself.
+HUNG_ANCHORS = {'rtnl_lock': None, 'synchronize_rcu': 'synchronize_rcu', 'synchronize_srcu': 'synchronize_rcu',
+                'synchronize_net': 'synchronize_rcu', 'synchronize_sched': 'synchronize_rcu'}
+HUNG_SKIP = ('sched', '_lock', '_slowlock', 'down', 'completion', 'kthread', 'wait', 'synchronize',
+             'context_switch', '__switch_to', 'cancel_delayed_work', 'rwsem', 'mutex', 'io_schedule')
+
+
+def hung_frame(frames):
+    for fn in frames:
+        for anchor, instead in HUNG_ANCHORS.items():
+            if fn.startswith(anchor):
+                return instead or fn
+    for fn in frames:
+        if not any(s in fn for s in HUNG_SKIP) and not skipped(fn):
+            return fn
+    return frames[0] if frames else None
 
 
 # The block kit/console.py appends to the log when a run reaches its
@@ -293,6 +736,12 @@ class Registers(Report):
         super().__init__('registers', 'stuck: no kernel report before the time limit; {fn}',
                          ('',), first, index, test)
         self.samples = None
+        self.after_report = False   # a kernel report came before it
+
+    def title(self):
+        if self.after_report:
+            return f'stuck: the time limit, after the kernel report above; {self.culprit()}'
+        return f'stuck: no kernel report before the time limit; {self.culprit()}'
 
     def vcpus(self):
         """Every CPU's samples, in the dump's order; a stack belongs to
@@ -509,21 +958,44 @@ def shown_path(path, overlays):
 def kernel_line(line):
     """The text of a kernel console line without its time stamp, or None."""
     m = KLINE.match(line)
-    return m.group(2) if m else None
+    return m.group(3) if m else None
+
+
+# kmemleak's report: the kernel prints it when its own scan finds a leak
+# (kmemleak's verbose mode), and a test that reads /sys/kernel/debug/kmemleak
+# prints it on the program's port, without a time stamp.
+LEAK = re.compile(r'^(?:#\s*)?unreferenced object 0x[0-9a-f]+ \(size \d+\):')
+
+
+def ends(report, text):
+    """Whether the report's last line, text, is its end."""
+    if len(report.lines) > 200 or END.match(text):
+        return True
+    if report.kind == 'leak':
+        return False
+    if report.kind in ('kasan',):
+        return bool(RULER.match(text)) and len(report.lines) > 3
+    # An oops and the WARNING after a message end with their "end trace"
+    # line; the others with their one stack.
+    if report.kind in ('oops', 'panic') or (report.spec and report.spec.opener):
+        return False
+    return text.strip() == '</TASK>'
 
 
 def find(lines):
     """The reports in console lines, in order."""
-    reports, cur, test = [], None, None
+    reports, cur, test, last_test = [], None, None, None
     for i, line in enumerate(lines, 1):
         if tap.is_marker(line, 'LAB_TEST_BEGIN'):
-            test = tap.fields(line).strip()
+            test = last_test = tap.fields(line).strip()
             continue
         if tap.is_marker(line, 'LAB_TEST_END'):
             test = None
             continue
         if line == REGS_BEGIN or line.startswith(REGS_BEGIN + ' '):
             cur = Registers(line, i, test)
+            cur.last_test = last_test
+            cur.after_report = any(r.from_kernel for r in reports)
             reports.append(cur)
             continue
         if isinstance(cur, Registers) and not cur.ended:
@@ -531,23 +1003,47 @@ def find(lines):
             if not cur.ended:
                 cur.lines.append(line)
             continue
-        text = kernel_line(line)
-        if text is None:
-            continue
-        for pat, fmt, kind in KINDS:
-            m = pat.search(text)
-            if m:
-                cur = Report(kind, fmt, m.groups() or ('',), text, i, test)
+        m = KLINE.match(line)
+        if not m:
+            # The program's port: only kmemleak's report, as a test read it.
+            if LEAK.match(line):
+                k, km = start_of(LEAK.match(line).group(0).lstrip('# '))
+                cur = Report(k.kind, k.title, (), line.lstrip('# '), i, test)
+                cur.spec, cur.match, cur.ctx, cur.last_test = k, km, 'user', last_test
                 reports.append(cur)
-                break
-        else:
-            if cur and not cur.ended:
-                cur.lines.append(text)
-                # An oops ends with its "end trace" line; the others with
-                # their one stack.
-                if (END.match(text) or len(cur.lines) > 200 or
-                        (text.strip() == '</TASK>' and cur.kind not in ('oops', 'panic'))):
+            elif cur is not None and cur.ctx == 'user' and not cur.ended:
+                if line.startswith((' ', '\t')):
+                    cur.lines.append(line)
+                else:
                     cur.ended = True
+            continue
+        text, ctx = m.group(3), m.group(2)
+        if FATAL.match(text):
+            for r in reversed(reports):
+                if r.from_kernel:
+                    r.fatal = True
+                    break
+        open_ = (cur is not None and cur.from_kernel and not cur.ended and cur.ctx != 'user')
+        if open_ and ctx and cur.ctx and ctx != cur.ctx and ctx[0] == 'T' and cur.ctx[0] == 'T':
+            # Another task's line in the middle of this report's.
+            continue
+        if open_ and (CONTINUES.match(text) or (
+                # syzkaller's "BUG: memory leak", then kmemleak's object
+                cur.kind == 'leak' and LEAK.match(text) and
+                not any(LEAK.match(x) for x in cur.lines[1:])) or (
+                cur.spec and cur.spec.opener and AFTER_OPENER.match(text) and
+                not any(AFTER_OPENER.match(x) for x in cur.lines[1:]))):
+            cur.lines.append(text)
+            continue
+        k, km = start_of(text)
+        if k:
+            cur = Report(k.kind, k.title, km.groups(), text, i, test)
+            cur.spec, cur.match, cur.ctx, cur.last_test = k, km, ctx, last_test
+            reports.append(cur)
+            continue
+        if open_:
+            cur.lines.append(text)
+            cur.ended = ends(cur, text)
     return reports
 
 
@@ -642,7 +1138,7 @@ def for_decoding(lines, most=16):
         if line.strip() in ('Call Trace:', '<TASK>', '<IRQ>'):
             in_trace = True
         m = FRAME.match(line)
-        if m and in_trace and not line.lstrip().startswith('?'):
+        if m and in_trace and not m.group(1):
             off = OFFSET.search(line)
             if off and int(off.group(1), 16) > 0:
                 line = line[:off.start()] + f'+0x{int(off.group(1), 16) - 1:x}/' + line[off.end():]
@@ -728,6 +1224,79 @@ def where(decoded, culprit, overlays):
     return best
 
 
+def when(r):
+    """Which test the report came in: the one running, else the last one
+    that had ended, else none yet."""
+    if r.test:
+        return f'during {r.test}'
+    if getattr(r, 'last_test', None):
+        return f'after {r.last_test} ended'
+    return 'before any test ran'
+
+
+# A function definition in an exercise file, kernel style: its return type
+# on its line, its name at the parenthesis, no semicolon.
+DEFINITION = re.compile(r'^(?!return\b)[A-Za-z_][\w \t*]*?\b([A-Za-z_]\w*)\s*\([^;]*$')
+
+
+def attendee_functions(overlays):
+    """{function: file shown} of the functions the attendee's exercise
+    files define."""
+    kit = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    names = {}
+    for _, shown in overlays:
+        try:
+            with open(os.path.join(kit, shown), errors='replace') as f:
+                for line in f:
+                    m = DEFINITION.match(line)
+                    if m and m.group(1) not in ('if', 'for', 'while', 'switch', 'sizeof'):
+                        names.setdefault(m.group(1), shown)
+        except OSError:
+            pass
+    return names
+
+
+def on_the_stack(report, decoded, overlays):
+    """When the report's place is not in an attendee's file: the first of
+    the attendee's functions anywhere in the report (a '?' frame, the stack
+    of an object's allocation or free, a lock's taker), and where, as a
+    line for the result; None when there is none."""
+    mine = attendee_functions(overlays)
+    if not mine:
+        return None
+    shown = {s for _, s in overlays}
+    for line in decoded:
+        # "func+0x1c/0x40" as the kernel prints it, "func (file:line)" as
+        # decode_stacktrace.sh writes it.
+        for m in list(FUNC_OFF.finditer(line)) + list(DECODED_FN.finditer(line)):
+            fn = m.group(1)
+            if base_name(fn) not in mine:
+                continue
+            rest = line[m.end() - (1 if m.re is DECODED_FN else 0):]
+            place = next((f'{p}:{n}' for p, n in PATH_LINE.findall(rest) if p in shown), None)
+            how = (" (a '?' frame: a word on the stack the unwinder could not vouch for)"
+                   if re.match(r'^\s*(?:\[<?[0-9a-f]+>?\]\s*)*\?', line) else '')
+            at = f' at {place}' if place else f' ({mine[base_name(fn)]})'
+            return f'your function {base_name(fn)} is on the stack{at}{how}'
+    return None
+
+
+DECODED_FN = re.compile(r'(?:^|[\s:])([A-Za-z_][\w.]*) \(')
+
+
+def lab_number(path, overlays):
+    for text in [s for _, s in overlays] + [os.path.abspath(path)]:
+        m = re.search(r'(?:^|/)labs/(\d\d)-', text)
+        if m:
+            return m.group(1)
+    return 'NN'
+
+
+def questionable(line):
+    m = FRAME.match(line)
+    return bool(m and m.group(1)) or line.lstrip().startswith('?')
+
+
 def summary(path, vmlinux=None, src=None, overlays=(), most=1):
     """The text shown first in a result: each report's title, task, test,
     decoded trace and the log's path. Empty when the log has no report."""
@@ -740,7 +1309,7 @@ def summary(path, vmlinux=None, src=None, overlays=(), most=1):
             frames, loc = r.decode(vmlinux, overlays)
             # Its title says what it is, "stuck: no kernel report...".
             out.append(r.title() + (f' at {loc}' if loc else ''))
-            out.append('  ' + (f'during {r.test}' if r.test else 'before any test ran'))
+            out.append('  ' + when(r))
             out.extend('    ' + line for line in frames)
             continue
         decoded = decode(r, vmlinux, src, overlays) if vmlinux else r.lines
@@ -749,18 +1318,33 @@ def summary(path, vmlinux=None, src=None, overlays=(), most=1):
         facts = []
         if r.who():
             facts.append(f'task {r.who()}')
-        facts.append(f'during {r.test}' if r.test else 'before any test ran')
+        facts.append(when(r))
         out.append('  ' + ', '.join(facts))
+        shown = {s for _, s in overlays}
+        if not (loc and loc.rsplit(':', 1)[0] in shown):
+            # Not at the attendee's line: theirs may still be on the stack.
+            # The undecoded rest of the report too: decode() stops at 16 frames.
+            mine = on_the_stack(r, decoded, overlays) or on_the_stack(r, r.lines, overlays)
+            if mine:
+                out.append('  ' + mine)
+        if r.looks_like_memory(at_theirs=bool(loc and loc.rsplit(':', 1)[0] in shown)):
+            out.append(f'  hint: this looks like a reference dropped once too often or memory used after '
+                       f'it was freed; the KASAN kernel shows where it happened: '
+                       f'make check LAB={lab_number(path, overlays)} DEBUG=1')
+        if any(x.fatal for x in reports if x.from_kernel and x.index >= r.index):
+            out.append('  the kernel could not go on after it (a panic, or an oops in a task that was '
+                       'already exiting, "Fixing recursive fault"): the run was stopped there')
         # One stack: the first ends at its </TASK> (a panic's NMI backtrace
         # of the other CPUs may follow, or not, as the timing goes).
         ends = [i for i, line in enumerate(decoded) if line.strip() == '</TASK>']
         if ends:
             decoded = decoded[:ends[0]]
         # Not the "?" frames: stack contents the unwinder could not place.
-        frames = [line for line in decoded if not line.lstrip().startswith('?') and (
+        frames = [line for i, line in enumerate(decoded) if i == 0 or not questionable(line) and (
                   FRAME.match(line) or RIP.match(line) or DECODED.match(line))
                   or line.startswith(('BUG:', 'WARNING:', 'Kernel panic', 'INFO:', 'watchdog:',
-                                      'rcu:', 'general protection', 'kernel BUG'))]
+                                      'rcu:', 'general protection', 'kernel BUG', 'Kernel BUG',
+                                      'invalid opcode', 'Oops', 'Fixing recursive fault'))]
         for line in frames[:14]:
             out.append('    ' + line.strip())
     more = len(reports) - most
@@ -775,6 +1359,7 @@ def after(record):
     text, _ = summary_of_record(record, 3)
     if text:
         print('\nThe kernel reported a bug during this session:\n' + text)
+    crashes.after(record)       # and the programs that crashed, where
 
 
 def show(record, most=3):
@@ -785,4 +1370,5 @@ def show(record, most=3):
         return 1
     text, _ = summary_of_record(record, most)
     print(text if text else f'no kernel report in {os.path.relpath(rec["log"])}')
+    crashes.show(record)        # and the programs that crashed, where
     return 0

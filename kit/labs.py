@@ -118,6 +118,9 @@ class Mutation(BootHeaders):
       # must-fail: PROGRAM TEST...  those tests fail on it
       # must-report: TITLE          the kernel's first report has TITLE and
                                     is decoded to the line that says MUTATION
+      # must-crash: SIGNAL          with must-fail: a failing test of its
+                                    program shows a crash by SIGNAL, decoded
+                                    to the program's line that says MUTATION
       # must-not-build: yes         the compiler's error names that line
       # flavour: debug              built as the debug kernel (DEBUG=1 only)
       # append: ARGS                booted with these kernel arguments
@@ -144,6 +147,10 @@ class Mutation(BootHeaders):
     @property
     def must_report(self):
         return self.headers.get('must-report', '')
+
+    @property
+    def must_crash(self):
+        return self.headers.get('must-crash', '')
 
     @property
     def must_not_build(self):

@@ -7,9 +7,12 @@ as TAP:
 
   - Ctrl-C stops a foreground `sleep 600` and the prompt comes back;
   - Ctrl-Z stops it, `fg` brings it back, Ctrl-C ends it;
-  - `make programs`: an exercise program edited and rebuilt on the host
-    runs, changed, in the VM that is already up (seconds from the edit to
-    the new output are reported);
+  - `make programs`: an exercise program run once, then edited and
+    rebuilt on the host, runs changed when typed again in the VM that is
+    already up (seconds from the edit to the new output are reported);
+  - that program with a NULL write, rebuilt, crashes: the terminal says
+    SIGSEGV and `make report`, and the kernel's log has the line that
+    make report decodes to the program's file and line;
   - `run-tests | tail` returns, and `ps` then shows no test process;
   - `poweroff` ends QEMU.
 
@@ -119,23 +122,50 @@ class Vm:
             pass
 
 
-def edit_program(exdir):
-    """Make the first exercise program print MARK first; its name."""
+MAIN = re.compile(r'^int main\([^)]*\)\n\{\n', re.M)
+# What the crash step adds after MARK's line: a NULL write, as an attendee's
+# bug would (volatile: the compiler keeps it).
+CRASH = '\t*(volatile int *)0 = 1;\t/* shell check: crash here */\n'
+
+
+def program_to_edit(exdir):
+    """The first exercise program with a main() to edit, or None."""
     for name in sorted(os.listdir(exdir)):
-        if not name.endswith('.c'):
-            continue
-        path = os.path.join(exdir, name)
-        text = Path(path).read_text()
-        m = re.search(r'^int main\([^)]*\)\n\{\n', text, re.M)
-        if m:
-            # Split so that the typed command line never contains MARK.
-            # dprintf(): unbuffered, so a program that ends with _exit()
-            # or is cut off by head still shows it.
-            text = (text[:m.end()] + '\tdprintf(1, "edited-" "in-place\\n");\n'
-                    + text[m.end():])
-            open(path, 'w').write(text)
+        if name.endswith('.c') and MAIN.search(Path(exdir, name).read_text()):
             return name[:-2]
     return None
+
+
+def edit_program(exdir, line=None):
+    """Make the first exercise program print MARK first (then run @line,
+    when given); its name, and the line number @line has in its file."""
+    name = program_to_edit(exdir)
+    if not name:
+        return None, None
+    path = Path(exdir, f'{name}.c')
+    text = path.read_text()
+    m = MAIN.search(text)
+    # Split so that the typed command line never contains MARK.
+    # dprintf(): unbuffered, so a program that ends with _exit()
+    # or is cut off by head still shows it.
+    head = text[:m.end()] + '\tdprintf(1, "edited-" "in-place\\n");\n'
+    path.write_text(head + (line or '') + text[m.end():])
+    return name, (head.count('\n') + 1 if line else None)
+
+
+def shell_crash(log, live, prog, timeout=10):
+    """The crash of make programs' build of prog that make report would
+    name from make lab's kernel log (the shell's crashes go there,
+    vm/guest/crash.c) or the terminal's copy, decoded with the programs
+    of live, once it is in one of them; None if it never is."""
+    from . import crashes
+    end = time.time() + timeout
+    while True:
+        found = [c for c in crashes.in_logs([log, f'{log}.terminal'], [live])
+                 if c.exe == f'/lab/live/bin/{prog}']
+        if found or time.time() >= end:
+            return found[0] if found else None
+        time.sleep(0.5)
 
 
 def run(lab, kernel, initrd, exdir, tap, append='', env=None):
@@ -173,18 +203,43 @@ def run(lab, kernel, initrd, exdir, tap, append='', env=None):
         if not check(vm.interrupt('fg', '\x03'), 'fg brings it back and Ctrl-C ends it'):
             raise StopIteration
 
-        prog = edit_program(src)
-        if check(prog, 'an exercise program to edit'):
-            start = time.time()
+        def rebuild():
             with tempfile.TemporaryFile('w+') as err:
                 built = image.programs(live, stdout=subprocess.DEVNULL, stderr=err)
                 err.seek(0)
-                said = err.read()
+                return built, err.read()
+
+        prog = program_to_edit(src)
+        if check(prog, 'an exercise program to edit'):
+            # As an attendee does: run it once first, so that the shell
+            # knows where it found it (/lab/bin); the next run, after make
+            # programs, must be the new build all the same.
+            out = vm.command(f'{prog} | head -n 1', 60)
+            check(out is not None and MARK not in out, f'{prog} runs before make programs')
+            edit_program(src)
+            start = time.time()
+            built, said = rebuild()
             out = vm.command(f'{prog} | head -n 1', 60) or ''
             took = time.time() - start
             check(built and MARK in out,
-                  f'make programs: the edited {prog} runs in the running VM',
+                  f'make programs: the edited {prog}, run again, is the new build',
                   f'{took:.1f} s from the edit to its output' + ('' if built else ': ' + said[-300:]))
+
+            # A crash in make lab's shell: one line for a person on the
+            # terminal; make report names the file and line (kit/crashes.py).
+            shutil.rmtree(src)
+            shutil.copytree(exdir, src)
+            _, line = edit_program(src, CRASH)
+            built, said = rebuild()
+            out = vm.command(prog, 60) or ''
+            check(built and re.search(rf'{prog}: SIGSEGV at 0x[0-9a-f]+; make report LAB={lab.number} ', out),
+                  f'a crash of {prog} in the shell says SIGSEGV and make report LAB={lab.number}',
+                  '' if built else said[-300:])
+            crash = shell_crash(build_dir() / 'vm-shell.log', live, prog)
+            want = f'{os.path.realpath(src)}/{prog}.c:{line}'
+            check(crash and crash.where == want and crash.signal == 'SIGSEGV',
+                  f'make report decodes it to {prog}.c:{line}, the NULL write',
+                  crash.text() if crash else 'no LAB-CRASH line in the kernel log')
 
         out = vm.command('run-tests 2>&1 | tail -n 2; echo ran-$((40 + 2))',
                          float(env.get('TIMEOUT') or 900))

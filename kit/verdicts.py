@@ -9,6 +9,9 @@
   must_report(...)         a mutation that breaks the kernel: its first
                            kernel report has the title named, and is located
                            at the line of SRC/kernel/... that says MUTATION
+  must_crash(...)          a mutation that crashes a program: the CRASH line
+                           under a failing test names the signal and the
+                           line of SRC/*.c that says MUTATION
   must_not_build(...)      a mutation that does not compile: the build's
                            errors name that line of SRC
 
@@ -16,10 +19,11 @@ A FILE is a VM console log (programs framed by LAB-TEST-BEGIN/END lines
 from vm/guest/run-tests) or a plain TAP file written by a host-side check,
 read by tap.parse().
 """
+import glob
 import os
 import re
 
-from . import kreport, tap
+from . import crashes, kreport, tap
 from .tap import parse
 
 
@@ -45,6 +49,8 @@ def summary(args):
             # First: what the kernel said went wrong, and where.
             print('\n'.join('  ' + line for line in report_text.splitlines()))
         starts = {}
+        # A program killed by a signal: where, under its failing test.
+        placed, apart = crashes.under_results(path)
         try:
             for prog, status, name in parse(path, starts):
                 if status == 'leftover':
@@ -61,9 +67,11 @@ def summary(args):
                     after.append(f'      {status.upper()}: {name}')
                 else:
                     notes.append(f'    {status.upper()}: {name}')
+                    notes.extend(crashes.lines(placed.pop(name, None), '      '))
         except OSError as e:
             count['fail'] += 1
             notes.append(f'    FAIL: no results ({e.strerror}: {path})')
+        notes.extend(crashes.lines(apart, '    ', apart=True))
         for k in total:
             total[k] += count[k]
         print(f'  {label or path}: {count["pass"]} passed, {count["fail"]} failed'
@@ -201,6 +209,28 @@ def must_report(log, out, mutant, src, title, transcript=None):
     out_tap.result(ok, f'mutation {mutant}: the report is decoded to the mutated line, '
                    f'{" or ".join(at) or "(no line says MUTATION)"}'
                    + ('' if ok else f' (its first line: {first or "none"})'))
+    out_tap.write(out)
+    return 0
+
+
+def must_crash(log, out, mutant, src, signal, program):
+    """A mutation that crashes a program: make check's summary shows the
+    crash under a failing test of tests/PROGRAM, with the signal named and
+    decoded to the line of SRC's programs (SRC/*.c, *.h) that says
+    MUTATION."""
+    marked = []
+    for path in sorted(glob.glob(os.path.join(src, '*.[ch]'))):
+        with open(path, errors='replace') as f:
+            marked += [f'{crashes.shown_path(os.path.abspath(path))}:{i}'
+                       for i, line in enumerate(f, 1) if 'MUTATION' in line]
+    placed, apart = crashes.under_results(log)
+    mine = [c for key, cs in placed.items() if key.startswith(f'tests/{program}: ') for c in cs]
+    seen = [c.text() for cs in placed.values() for c in cs] + [c.text() for c in apart]
+    out_tap = tap.Tap()
+    hit = [c for c in mine if c.signal == signal and c.where in marked]
+    out_tap.result(bool(hit), f'mutation {mutant}: a failing test of {program} shows CRASH: {signal} '
+                   f'at the mutated line, {" or ".join(marked) or "(no line says MUTATION)"}'
+                   + ('' if hit else f' (shown: {seen[0] if seen else "no crash"})'))
     out_tap.write(out)
     return 0
 

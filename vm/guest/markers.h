@@ -20,6 +20,9 @@
 #define LAB_TEST_END		"LAB-TEST-END"
 /* lab-run killed a process the program left running: <pid> <name> */
 #define LAB_TEST_LEFTOVER	"LAB-TEST-LEFTOVER"
+/* a program or test killed by a signal, where (vm/guest/crash.c):
+ * <exe> <signal> code= pc= addr= build-id= frames= */
+#define LAB_CRASH		"LAB-CRASH"
 /* run-tests frames a demo's output, the book's transcript: <name> ... exit= */
 #define LAB_DEMO_BEGIN		"LAB-DEMO-BEGIN"
 #define LAB_DEMO_END		"LAB-DEMO-END"

@@ -1,0 +1,267 @@
+"""`make selftest`: a program's crash named at the attendee's line.
+
+vm/guest/crash.c is linked here, as kit/images.py links it into every
+exercise program and test, into a small static -g binary with frame
+pointers; the binary runs on the host and crashes in several ways. Each
+crash must kill it by the same signal as without the reporter, print one
+LAB-CRASH line, and decode (kit/crashes.py, addr2line) to the line of the
+made-up exercise file that did it: a NULL write in its own code, a NULL
+string handed to libc, a double free that glibc aborts on. An abort()
+from a kselftest-harness-like file is no crash of the attendee's, and a
+binary rebuilt since the crash is not decoded in its place. make check's
+summary shows the crash under its failing test, and a must-crash
+mutation's verdict checks the line. Seconds, on the host only.
+"""
+import contextlib
+import io
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import unittest
+from pathlib import Path
+
+from kit import crashes, tap, verdicts
+
+KIT = Path(__file__).resolve().parent.parent
+GUEST = KIT / 'vm' / 'guest'
+
+EXERCISE = r"""#include <stdlib.h>
+#include <string.h>
+
+struct peer { int pid; };
+struct peer *last_peer;
+
+__attribute__((noinline)) struct peer *find_peer(int n)
+{
+	return n > 100 ? malloc(sizeof(struct peer)) : NULL;
+}
+
+__attribute__((noinline)) int broker_peer(int n)
+{
+	struct peer *p = find_peer(n);
+
+	last_peer = p;
+	p->pid = n;		/* NULL-WRITE */
+	return p->pid;
+}
+
+__attribute__((noinline)) size_t name_len(const char *s)
+{
+	return strlen(s) + 1;	/* LIBC-FAULT */
+}
+
+__attribute__((noinline)) void twice(void)
+{
+	char *p = malloc(16);
+
+	last_peer = (void *)p;
+	free(p);
+	free(last_peer);	/* DOUBLE-FREE */
+}
+"""
+
+# Stands for the kselftest harness's header (a kernel tree's file): its
+# abort() ends a failed ASSERT, and is no crash of the attendee's.
+HARNESS = r"""#include <stdlib.h>
+#include <string.h>
+
+int broker_peer(int n);
+unsigned long name_len(const char *s);
+void twice(void);
+
+__attribute__((noinline)) static void failed_assert(void)
+{
+	abort();		/* ASSERT */
+}
+
+int main(int argc, char **argv)
+{
+	const char *what = argc > 1 ? argv[1] : "";
+
+	if (!strcmp(what, "null"))
+		return broker_peer(argc);
+	if (!strcmp(what, "libc"))
+		return name_len(argc > 5 ? what : NULL);
+	if (!strcmp(what, "double-free"))
+		twice();
+	if (!strcmp(what, "assert"))
+		failed_assert();
+	return 0;
+}
+"""
+
+
+def line_of(path, tag):
+    for i, line in enumerate(Path(path).read_text().splitlines(), 1):
+        if tag in line:
+            return i
+    raise AssertionError(f'{tag} not in {path}')
+
+
+class Crashes(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        if not (shutil.which('gcc') and shutil.which('addr2line') and shutil.which('readelf')):
+            raise unittest.SkipTest('no gcc or binutils')
+        cls.tmp = tempfile.mkdtemp(prefix='crashes.')
+        d = Path(cls.tmp)
+        # A build folder as the kit has one: build/labs/NN-x/initramfs-check.cpio.d
+        # holds the programs (tests/...), exercises elsewhere.
+        cls.build = d / 'build'
+        cls.stage = cls.build / 'labs' / '04-x' / 'initramfs-check.cpio.d'
+        (cls.stage / 'tests').mkdir(parents=True)
+        cls.exercise = d / 'exercises' / 'broker.c'
+        cls.exercise.parent.mkdir()
+        cls.exercise.write_text(EXERCISE)
+        cls.harness = d / 'tools' / 'testing' / 'selftests' / 'broker_test.c'
+        cls.harness.parent.mkdir(parents=True)
+        cls.harness.write_text(HARNESS)
+        cls.binary = cls.stage / 'tests' / 'broker_test'
+        # The flags of kit/images.py's Image.programs().
+        cc = ['gcc', '-static', '-O2', '-g', '-fno-omit-frame-pointer', '-fno-optimize-sibling-calls',
+              '-Wall', f'-I{GUEST}']
+        subprocess.run(cc + ['-o', str(cls.binary), str(GUEST / 'crash.c'), str(cls.exercise),
+                             str(cls.harness)], check=True, capture_output=True)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def crash(self, what, want_signal):
+        """Run the binary; its one LAB-CRASH line, decoded. It must die of
+        want_signal, as it would without the reporter."""
+        env = {k: v for k, v in os.environ.items() if k != 'LAB_SHELL'}
+        p = subprocess.run([str(self.binary), what], capture_output=True, text=True, env=env, timeout=60)
+        self.assertEqual(p.returncode, -want_signal, p.stderr)
+        found = crashes.find(p.stderr.splitlines())
+        self.assertEqual(len(found), 1, p.stderr)
+        self.assertEqual(found[0].signal, signal.Signals(want_signal).name)
+        return crashes.decoded(found, [self.stage])[0]
+
+    def test_null_write_in_the_exercise(self):
+        c = self.crash('null', signal.SIGSEGV)
+        self.assertEqual(c.binary, str(self.binary))
+        where = f'{self.exercise}:{line_of(self.exercise, "NULL-WRITE")}'
+        self.assertEqual(c.text(), f'CRASH: SIGSEGV in broker_peer at {where} (address 0x0)')
+        self.assertTrue(c.mine and c.shown())
+
+    def test_libc_fault_blames_the_exercise_call(self):
+        # strlen(NULL) faults in libc, which keeps no frame pointer: the
+        # stack scan finds the return address into name_len().
+        c = self.crash('libc', signal.SIGSEGV)
+        self.assertEqual((c.function, c.where),
+                         ('name_len', f'{self.exercise}:{line_of(self.exercise, "LIBC-FAULT")}'))
+
+    def test_abort_under_the_exercise_is_shown(self):
+        c = self.crash('double-free', signal.SIGABRT)
+        self.assertEqual((c.function, c.where),
+                         ('twice', f'{self.exercise}:{line_of(self.exercise, "DOUBLE-FREE")}'))
+        self.assertTrue(c.shown())
+
+    def test_a_failed_assert_is_no_crash(self):
+        c = self.crash('assert', signal.SIGABRT)
+        self.assertFalse(c.mine)
+        self.assertFalse(c.shown())
+        self.assertEqual(c.where, f'{self.harness}:{line_of(self.harness, "ASSERT")}')
+
+    def test_a_rebuilt_binary_is_not_decoded(self):
+        c = self.crash('null', signal.SIGSEGV)
+        c.build_id = '0' * 40
+        self.assertIsNone(crashes.binary_of(c, [self.stage]))
+        fresh = crashes.find([self.marker(c)])[0]
+        self.assertIn('not decoded', fresh.text())
+
+    @staticmethod
+    def marker(c):
+        frames = ','.join(('' if sure else '?') + f'0x{a:x}' for a, sure in c.frames)
+        return (f'{tap.MARKERS["LAB_CRASH"]} /lab/tests/broker_test {c.signal} code={c.code} pc=0x{c.pc:x} '
+                f'addr=0x{c.addr:x} build-id={c.build_id} frames={frames}')
+
+    def test_found_in_make_labs_kernel_log(self):
+        # The shell's crashes go to /dev/kmsg: a record of the kernel log's copy.
+        c = self.crash('null', signal.SIGSEGV)
+        found = crashes.find([f'14,812,93000000,-;{self.marker(c)}'])
+        self.assertEqual((found[0].exe, found[0].program, found[0].pc),
+                         ('/lab/tests/broker_test', 'tests/broker_test', c.pc))
+
+    def console(self, c, d, result='not ok 1 client.so_peerpidfd_names_the_client'):
+        log = Path(d) / 'check.log'
+        log.write_text('\n'.join([
+            'LAB-BOOT-OK 6.1.0 04-x', 'LAB-TEST-BEGIN tests/broker_test', 'TAP version 13', '1..2',
+            '#  RUN           client.so_peerpidfd_names_the_client ...', self.marker(c),
+            '# so_peerpidfd_names_the_client: Test terminated unexpectedly by signal 11', result,
+            'ok 2 client.other', 'LAB-TEST-END tests/broker_test exit=1', '']))
+        return str(log)
+
+    @contextlib.contextmanager
+    def in_build(self):
+        """BUILD: the made-up build folder, where make check's summary
+        looks for the programs that crashed."""
+        old = os.environ.get('BUILD')
+        os.environ['BUILD'] = str(self.build)
+        try:
+            yield
+        finally:
+            if old is None:
+                del os.environ['BUILD']
+            else:
+                os.environ['BUILD'] = old
+
+    def test_the_summary_shows_it_under_the_failing_test(self):
+        c = self.crash('null', signal.SIGSEGV)
+        with tempfile.TemporaryDirectory() as d:
+            log = self.console(c, d)
+            with self.in_build(), contextlib.redirect_stdout(io.StringIO()) as out:
+                verdicts.summary([f'x={log}'])
+            counts = tap.counts(Path(log).read_text().splitlines())
+        lines = out.getvalue().splitlines()
+        i = lines.index('    FAIL: tests/broker_test: client.so_peerpidfd_names_the_client')
+        where = f'{self.exercise}:{line_of(self.exercise, "NULL-WRITE")}'
+        self.assertEqual(lines[i + 1], f'      CRASH: SIGSEGV in broker_peer at {where} (address 0x0)')
+        # The counts are the TAP's, as before: the LAB-CRASH line is no result.
+        self.assertEqual(counts, (1, 1, 0))
+        self.assertIn('1 passed, 1 failed', lines[-1])
+
+    def test_a_test_that_expects_the_signal_shows_nothing(self):
+        c = self.crash('null', signal.SIGSEGV)
+        with tempfile.TemporaryDirectory() as d:
+            placed, apart = crashes.under_results(
+                self.console(c, d, 'ok 1 client.so_peerpidfd_names_the_client'), [self.stage])
+        self.assertEqual((placed, apart), ({}, []))
+
+    def test_must_crash_names_the_mutated_line(self):
+        c = self.crash('null', signal.SIGSEGV)
+        orig = self.exercise.read_text()
+        with tempfile.TemporaryDirectory() as d:
+            log, out = self.console(c, d), Path(d) / 'mutant.tap'
+
+            def verdict(tag):
+                # The mutant's folder is the one the binary was built from:
+                # the line that says MUTATION, same numbers.
+                self.exercise.write_text(orig.replace(tag, 'MUTATION'))
+                with self.in_build():
+                    verdicts.must_crash(log, str(out), 'm', str(self.exercise.parent), 'SIGSEGV',
+                                        'broker_test')
+                return out.read_text()
+            try:
+                self.assertIn('\nok 1 mutation m: a failing test of broker_test shows CRASH: SIGSEGV',
+                              verdict('NULL-WRITE'))
+                said = verdict('LIBC-FAULT')
+                self.assertIn('\nnot ok 1 ', said)
+                self.assertIn('(shown: CRASH: SIGSEGV in broker_peer at', said)
+            finally:
+                self.exercise.write_text(orig)
+
+    def test_only_the_attendees_files_are_blamed(self):
+        self.assertTrue(crashes.is_attendees(str(KIT / 'labs/04-lsm-fallback/exercises/broker.c')))
+        self.assertTrue(crashes.is_attendees(str(KIT / 'build/labs/04-lsm-fallback/mutant-src/m/broker.c')))
+        for path in (KIT / 'labs/04-lsm-fallback/tests/broker_test.c', GUEST / 'crash.c', GUEST / 'lab.h',
+                     KIT / 'build/labs/04-lsm-fallback/src/tools/testing/selftests/kselftest_harness.h',
+                     '/usr/include/x86_64-linux-gnu/bits/string_fortified.h', ''):
+            self.assertFalse(crashes.is_attendees(str(path)), path)
+
+
+if __name__ == '__main__':
+    unittest.main()
