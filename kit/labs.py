@@ -118,6 +118,9 @@ class Mutation(BootHeaders):
       # must-fail: PROGRAM TEST...  those tests fail on it
       # must-report: TITLE          the kernel's first report has TITLE and
                                     is decoded to the line that says MUTATION
+      # report-far: yes             with must-report: a consequence, in
+                                    someone else's code; make check's first
+                                    lines must point on instead of at the line
       # must-crash: SIGNAL          with must-fail: a failing test of its
                                     program shows a crash by SIGNAL, decoded
                                     to the program's line that says MUTATION
@@ -147,6 +150,10 @@ class Mutation(BootHeaders):
     @property
     def must_report(self):
         return self.headers.get('must-report', '')
+
+    @property
+    def report_far(self):
+        return bool(self.headers.get('report-far'))
 
     @property
     def must_crash(self):

@@ -363,7 +363,7 @@ class MutationCheck:
                 if boot.run() == Outcome.NOT_BUILT:
                     return self.not_built(tap)
                 verdicts.must_report(str(log), str(tap), v.name, str(src), v.must_report,
-                                        str(transcript))
+                                     str(transcript), far=v.report_far)
                 if all_ok(tap):
                     break
                 if attempt < self.TRIES:
@@ -384,7 +384,7 @@ class MutationCheck:
             report_tap = self.results.add(f'{lab.name}/mutant-{v.name}.report.tap',
                                           self.res / f'mutant-{v.name}.report.tap')
             verdicts.must_report(str(log), str(report_tap), v.name, str(src), v.must_report,
-                                    str(transcript))
+                                 str(transcript), far=v.report_far)
             return all_ok(tap) and all_ok(report_tap)
         # A crash of a program: named under the failing test, where.
         if v.must_crash:

@@ -177,11 +177,14 @@ def mutation_line(src):
     return shown, (lines[0] if lines else None)
 
 
-def must_report(log, out, mutant, src, title, transcript=None):
+def must_report(log, out, mutant, src, title, transcript=None, far=False):
     """A mutation that breaks the kernel: the first report is the one it
-    names, found and decoded, and it points at the mutated line. With
-    @transcript, what an attendee would see of it is written there for the
-    book (transcripts.normalize() masks what varies)."""
+    names, found and decoded, and it points at the mutated line; with
+    @far, a consequence that lands in someone else's code, it must point
+    the attendee on instead (their function on the stack, or the KASAN
+    kernel's hint) within make check's first 15 lines. With @transcript,
+    what an attendee would see of it is written there for the book
+    (transcripts.normalize() masks what varies)."""
     shown, line = mutation_line(src)
     out_tap = tap.Tap()
     text, report = kernel_report(log)
@@ -202,6 +205,14 @@ def must_report(log, out, mutant, src, title, transcript=None):
     out_tap.result(got in titles, f'mutation {mutant}: the first kernel report is "'
                    + '" or "'.join(titles) + '"'
                    + ('' if got in titles else f' (found: {got or "no report"})'))
+    if far:
+        top = text.splitlines()[:15]
+        ok = any('is on the stack' in x or 'DEBUG=1' in x for x in top)
+        out_tap.result(ok, f'mutation {mutant}: a consequence far from the mutated line, and the first '
+                       '15 lines point on (your function on the stack, or DEBUG=1)'
+                       + ('' if ok else f' (they say: {" / ".join(x.strip() for x in top[:3]) or "nothing"})'))
+        out_tap.write(out)
+        return 0
     _, lines = mutation_lines(src)
     first = text.splitlines()[0] if text else ''
     at = [f'at {shown}:{n}' for n in lines]

@@ -1447,3 +1447,30 @@ class EarlyEnd(unittest.TestCase):
             finally:
                 console.SILENT_AFTER_OOPS = saved
             self.assertIn('still running after 4s', err.getvalue())
+
+
+class ReportFar(unittest.TestCase):
+    """'# report-far: yes': a consequence report is checked for its title
+    and for the lines that point the attendee on, not for its place."""
+
+    def verdict(self, path, far):
+        d = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, d)
+        log, out = os.path.join(d, 'check.log'), os.path.join(d, 'v.tap')
+        shutil.copyfile(path, log)
+        kreport.write_record(log + '.json', log, '/nonexistent/vmlinux', d)
+        src = os.path.join(d, 'src')
+        write(os.path.join(src, 'kernel', 'fs', 'pidfdfs.c'), 'x;\ndput(d); /* MUTATION */\n')
+        tap.must_report(log, out, 'dput-twice', src,
+                        'BUG: kernel NULL pointer dereference in security_inode_getattr', far=far)
+        return read(out)
+
+    def test_the_consequence_passes_far_and_fails_near(self):
+        path = os.path.join(REPORTS, 'dput-twice.log')
+        self.assertNotIn('not ok', self.verdict(path, True))
+        self.assertIn('not ok 2', self.verdict(path, False))
+
+    def test_a_report_without_a_pointer_fails_far(self):
+        # A WARNING at the attendee's own line names no function of theirs
+        # "on the stack" and gives no KASAN hint: far, it points nowhere.
+        self.assertIn('not ok 2', self.verdict(os.path.join(REPORTS, 'warn.log'), True))
