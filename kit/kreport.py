@@ -25,7 +25,12 @@ frame that is neither the reporting machinery (MACHINERY: dump_stack,
 __warn, kasan_report, lockdep, the entry code...) nor a helper (HELPERS:
 reference counts, dput() and the dcache's and inodes' helpers, locks,
 lists, __might_sleep(), memory and string copies...), as pkg/report's
-linuxStackParams skips them: a bug shows in a helper, and is its caller's.
+linuxStackParams skips them: a bug shows in a helper, and is its caller's
+(SYZKALLER_SKIP: the names syzkaller searches a frame's name for). An RCU
+stall and a corrupted stack end are titled as syzkaller titles them, by
+the function the first dispatcher on the stack called (the work, the
+timer's function, the system call: anchored()); a soft lockup by the
+function that loops, where an attendee's loop is.
 
 When a report is not at an attendee's line, the result says which of the
 attendee's functions is on its stack, if any; when it looks like a
@@ -87,11 +92,16 @@ class Kind:
       opener  a message line the kernel prints before its WARNING or BUG
               (refcount_t:, list_add corruption, ODEBUG:): that WARNING
               or BUG line belongs to this report
+      anchor  a stall's function is the one the first dispatcher on the
+              stack called (anchored()), before fn's: 'irq' on the stack
+              the timer interrupt caught (an RCU stall), 'trace' on the
+              call trace
     """
 
-    def __init__(self, start, title, kind, fn='rip', skip=None, phrase=None, opener=False):
+    def __init__(self, start, title, kind, fn='rip', skip=None, phrase=None, opener=False, anchor=None):
         self.start = re.compile(start)
         self.title, self.kind, self.fn, self.phrase, self.opener = title, kind, fn, phrase, opener
+        self.anchor = anchor
         self.skip = re.compile(skip) if skip else None
 
     def match(self, text):
@@ -125,7 +135,7 @@ KINDS = [
     Kind(r'BUG: (?:unable to handle kernel paging request|unable to handle page fault for address|'
          r'unable to handle kernel|Unable to handle kernel)',
          'BUG: unable to handle kernel paging request in {fn}', 'oops'),
-    Kind(OOPS + r'general protection fault', 'general protection fault in {fn}', 'oops'),
+    Kind(OOPS + r'(?:segment-related )?general protection fault', 'general protection fault in {fn}', 'oops'),
     Kind(OOPS + r'divide error: ', 'divide error in {fn}', 'oops'),
     Kind(OOPS + r'int3: ', 'int3 in {fn}', 'oops'),
     Kind(OOPS + r'stack segment: ', 'stack segment fault in {fn}', 'oops'),
@@ -173,7 +183,7 @@ KINDS = [
     Kind(r'(?:watchdog: )?BUG: soft lockup', 'BUG: soft lockup in {fn}', 'stall'),
     Kind(r'(?:watchdog: )?Watchdog detected hard LOCKUP', 'BUG: hard lockup in {fn}', 'stall'),
     Kind(r'(?:rcu: )?INFO: rcu_\w+ (?:self-)?detected(?: expedited)? stalls?', 'INFO: rcu detected stall in {fn}',
-         'stall', skip=r'(?:\w*apic_timer_interrupt\w*|\w*rcu\w*)'),
+         'stall', skip=r'(?:\w*apic_timer_interrupt\w*|\w*rcu\w*)', anchor='irq'),
     Kind(r'(?:rcu: )?INFO: rcu_tasks\w* detected stalls?', 'INFO: rcu detected stall in {fn}', 'stall', 'trace'),
     Kind(r'INFO: task .*:\d+ blocked (?:in I/O wait )?for more than \d+ seconds', 'INFO: task hung in {fn}',
          'stall', 'hung'),
@@ -237,7 +247,8 @@ KINDS = [
     Kind(r'Kernel panic - not syncing: stack-protector: Kernel stack is corrupted in: (?P<fn>[\w.]+)',
          'kernel panic: stack is corrupted in {fn}', 'panic', 'head'),
     Kind(r'Kernel panic - not syncing: corrupted stack end detected inside scheduler',
-         'kernel panic: corrupted stack end in {fn}', 'panic', 'trace', skip=r'\w*schedule\w*'),
+         'kernel panic: corrupted stack end in {fn}', 'panic', 'trace', skip=r'\w*schedule\w*',
+         anchor='trace'),
     Kind(r'Kernel panic - not syncing: (?P<what>Attempted to kill init!)', 'kernel panic: {what}', 'panic', None),
     Kind(r'Kernel panic - not syncing: (?P<what>.*?)\s*$', 'kernel panic: {what}', 'panic', None),
     # An oops whose first lines went missing.
@@ -258,6 +269,9 @@ WARNINGS = [
     (re.compile(r'mm/usercopy\.c|\busercopy_warn\b'), 'WARNING: bad usercopy in {fn}',
      r'(?:\w*usercopy\w*|__check_\w+|check_\w+_object)'),
     (re.compile(r'fs/proc/generic\.c|\bproc_register\+'), 'WARNING: proc registration bug in {fn}', r'proc_\w+'),
+    # usb_submit_urb()'s check of the URB: syzkaller names the driver's
+    # function and the check, "WARNING in submit_rx_urb/usb_submit_urb".
+    (re.compile(r'drivers/usb/core/urb\.c|\busb_submit_urb\+'), 'WARNING in {fn}/usb_submit_urb', None),
     (re.compile(r'kernel/locking/lockdep\.c'), 'WARNING: locking bug in {fn}', r'(?:lock_sock\w*|release_sock)'),
     (re.compile(r'mm/\S*\.c:\d+ \S*(?:malloc|krealloc)'), 'WARNING: kmalloc bug in {fn}',
      r'\w*(?:kmalloc|kcalloc|kzalloc|krealloc|vmalloc|slab|kmem)\w*'),
@@ -395,6 +409,39 @@ HELPERS = [
 ]
 SKIP = re.compile(r'^(?:' + '|'.join(MACHINERY + HELPERS) + r')$')
 NEVER = re.compile(r'^(?:' + '|'.join(MACHINERY) + r')$')
+# syzkaller's own list (linuxStackParams' skipPatterns), which it searches
+# for anywhere in a frame's name: "kmalloc" leaves out kmalloc_oob_right,
+# "sysfs_remove" dpm_sysfs_remove. What the lists above do not already say:
+# the retpoline thunks, the red-black tree, the allocators and the device
+# teardown a bug shows in, the debug objects' checks, the waits.
+SYZKALLER_SKIP = re.compile('|'.join([
+    r'__sanitizer', r'__asan', r'kasan', r'__msan', r'kmsan', r'kcsan_setup_watchpoint', r'check_memory_region',
+    r'read_word_at_a_time', r'print_address_description', r'panic', r'invalid_op', r'report_bug', r'fixup_bug',
+    r'do_error', r'_trap', r'show_stack', r'dump_stack', r'walk_stack', r'dump_backtrace', r'warn_slowpath',
+    r'warn_alloc', r'warn_bogus', r'__warn', r'alloc_page', r'kmalloc', r'kcalloc', r'kzalloc', r'krealloc',
+    r'kmem_cache', r'slab_', r'debug_object', r'timer_is_static_object', r'work_is_static_object',
+    r'__might_fault', r'print_unlock', r'imbalance_bug', r'lockdep', r'bh_enable', r'bh_disable', r'perf_trace',
+    r'lock_acquire', r'lock_release', r'lock_class', r'mark_lock', r'reacquire_held_locks', r'spin_lock',
+    r'spin_trylock', r'spin_unlock', r'read_lock', r'read_trylock', r'write_lock', r'write_trylock',
+    r'read_unlock', r'write_unlock', r'^down$', r'down_read', r'down_write', r'up_read', r'up_write',
+    r'mutex_lock', r'mutex_trylock', r'mutex_unlock', r'mutex_remove_waiter', r'osq_lock', r'osq_unlock',
+    r'__wake_up', r'refcount_add', r'refcount_sub', r'refcount_inc', r'refcount_dec', r'refcount_set',
+    r'refcount_read', r'seqprop_assert', r'memcpy', r'memcmp', r'memset', r'memchr', r'memmove', r'memdup',
+    r'strcmp', r'strncmp', r'strcpy', r'strlcpy', r'strncpy', r'strscpy', r'strlen', r'strnstr', r'strnlen',
+    r'strchr', r'strdup', r'strndup', r'copy_to_user', r'copy_from_user', r'put_user', r'get_user',
+    r'might_fault', r'might_sleep', r'list_add', r'list_del', r'list_replace', r'list_move', r'list_splice',
+    r'^rb_', r'^__rb_', r'_indirect_thunk_', r'string', r'pointer', r'snprintf', r'scnprintf', r'kasprintf',
+    r'kvasprintf', r'printk', r'va_format', r'dev_info', r'dev_notice', r'dev_warn', r'dev_err', r'dev_alert',
+    r'dev_crit', r'dev_emerg', r'del_timer', r'flush_work', r'__cancel_work_timer', r'cancel_work_sync',
+    r'try_to_grab_pending', r'flush_workqueue', r'drain_workqueue', r'destroy_workqueue', r'finish_wait',
+    r'kthread_stop', r'kobject_del', r'kobject_put', r'kobject_uevent_env', r'add_uevent_var',
+    r'get_device_parent', r'device_add', r'device_del', r'device_unregister', r'device_destroy',
+    r'device_release', r'devres_release_all', r'hwrng_unregister', r'i2c_del_adapter', r'__unregister_client',
+    r'device_for_each_child', r'rollback_registered', r'unregister_netdev', r'sysfs_remove',
+    r'device_remove_file', r'dummy_urb_enqueue', r'usb_kill_urb',
+    r'usb_kill_anchored_urbs', r'usb_control_msg', r'usb_hcd_submit_urb', r'usb_submit_urb', r'^complete$',
+    r'wait_for_completion', r'^kfree$', r'kfree_skb', r'readb$', r'readw$', r'readl$', r'readq$', r'writeb$',
+    r'writew$', r'writel$', r'writeq$', r'logic_in', r'logic_out']))
 
 
 def base_name(fn):
@@ -406,7 +453,61 @@ def base_name(fn):
 def skipped(fn, extra=None):
     """Whether the function is the reporting machinery or a helper."""
     name = base_name(fn)
-    return bool(SKIP.match(name) or (extra and extra.fullmatch(name)))
+    return bool(SKIP.match(name) or SYZKALLER_SKIP.search(name) or (extra and extra.fullmatch(name)))
+
+
+# What syzkaller titles a stall by (its linuxStallFrameExtractor): a loop
+# is caught at a random spot, so the title names the function that the
+# first of these dispatchers called, the same wherever the loop was
+# caught: the workqueue's work, the timer's function, the system call or
+# the file operation, the netlink handler.
+STALL_ANCHORS = re.compile('|'.join([
+    r'process_one_work', r'do_syscall_', r'do_fast_syscall_', r'sysenter_dispatch', r'tracesys_phase2',
+    r'netif_receive_skb', r'do_softirq', r'call_timer_fn', r'_run_timers', r'run_timer_softirq', r'hrtimer_run',
+    r'run_ksoftirqd', r'smpboot_thread_fn', r'^kthread$', r'start_secondary', r'cpu_startup_entry',
+    r'ret_from_fork', r'vfs_write', r'vfs_read', r'vfs_iter_read', r'vfs_iter_write', r'do_iter_read',
+    r'do_iter_write', r'call_read_iter', r'call_write_iter', r'new_sync_read', r'new_sync_write', r'vfs_ioctl',
+    r'ksys_ioctl', r'compat_ioctl', r'compat_sys_ioctl', r'blkdev_driver_ioctl', r'blkdev_ioctl',
+    r'do_iter_readv_writev', r'^call_mmap', r'mmap_region', r'do_mmap', r'do_dentry_open', r'vfs_open',
+    r'^sock_sendmsg', r'^sock_recvmsg', r'^sock_release', r'^__sock_release', r'__sys_setsockopt',
+    r'kernel_setsockopt', r'sock_common_setsockopt', r'__sys_listen', r'kernel_listen', r'sk_common_release',
+    r'^sock_mmap', r'__sys_accept', r'kernel_accept', r'^sock_do_ioctl', r'^sock_ioctl', r'^compat_sock_ioctl',
+    r'^nfnetlink_rcv_msg', r'^rtnetlink_rcv_msg', r'^(?:sys_)?(?:socketpair|connect|ioctl)', r'__do_fault',
+    r'do_page_fault', r'^page_fault$', r'__fput', r'task_work_run', r'exit_to_usermode', r'smp_call_function',
+    r'tasklet_action', r'tasklet_hi_action']))
+# The system call table's dispatcher of newer kernels, between do_syscall_64
+# and the system call: the system call is the one to name.
+DISPATCH = re.compile(r'^x64_sys_call$|^ia32_sys_call$')
+
+
+def anchored(frames, extra=None):
+    """The function a stall is titled by: the frame the first dispatcher on
+    the stack called (the frame itself when it is smp_call_function*, whose
+    callers vary: title() names it smp_call_function), helpers left out;
+    None when no dispatcher is there."""
+    frames = [base_name(f) for f in frames]
+    frames = [f for f in frames if not (SYZKALLER_SKIP.search(f) or DISPATCH.match(f) or
+                                        (extra and extra.search(f)))]
+    prev = frames[0] if frames else None
+    for fn in frames:
+        if STALL_ANCHORS.search(fn):
+            return fn if 'smp_call_function' in fn else prev
+        prev = fn
+    return None
+
+
+# A system call's entry is titled by the system call (syzkaller's
+# stripFramePrefixes): __x64_sys_inotify_init is "inotify_init".
+SYSCALL_PREFIX = re.compile(r'^(?:SYSC_|SyS_|sys_|____sys_|___sys_|__sys_|__se_sys_|__do_sys_|compat_SYSC_|'
+                            r'compat_SyS_|__x64_|__ia32_|__arm64_|ksys_)')
+
+
+def syscall_name(fn):
+    while True:
+        short = SYSCALL_PREFIX.sub('', fn, count=1)
+        if short == fn or not short:
+            return fn
+        fn = short
 
 
 # A frame: " func+0x1c/0x40" in a Call Trace, "[<ffffffff81234567>] func+0x"
@@ -493,7 +594,14 @@ class Report:
         spec, out = self.spec, []
         mode = spec.fn if spec else 'rip'
         if mode == 'head' and self.match is not None and self.match.groupdict().get('fn'):
-            out.append(self.match.group('fn'))
+            fn = self.match.group('fn')
+            if re.fullmatch(r'[0-9a-f]{8,16}', fn):
+                # An older kernel's address, "corrupted in: ffffffff8343632e":
+                # the function is the frame at that address.
+                at = re.compile(r'\[<0*' + fn.lstrip('0') + r'>\]\s+(?:\?\s+)?([A-Za-z_][\w.]*)\+0x')
+                fn = next((m.group(1) for m in map(at.search, self.lines) if m), None)
+            if fn:
+                out.append(fn)
         if mode == 'warn':
             for line in self.lines:
                 m = AT.match(line)
@@ -506,13 +614,20 @@ class Report:
                 if m:
                     return [m.group(1)]
         if mode == 'at':
-            for i, line in enumerate(self.lines):
-                if spec.phrase in line:
-                    for rest in [line.split('at:', 1)[1] if 'at:' in line else ''] + self.lines[i + 1:i + 4]:
-                        m = FUNC_OFF.search(rest)
-                        if m:
-                            return [m.group(1)]
-                    break
+            # The lock's taker; after it, for a circular dependency, where
+            # the lock the task already held was taken (when the taker is
+            # a helper, flush_workqueue(), that is the one to blame).
+            for phrase in (spec.phrase, 'but task is already holding lock'):
+                for i, line in enumerate(self.lines):
+                    if phrase in line:
+                        for rest in [line.split('at:', 1)[1] if 'at:' in line else ''] + self.lines[i + 1:i + 6]:
+                            m = FUNC_OFF.search(rest)
+                            if m:
+                                out.append(m.group(1))
+                                break
+                        break
+            if out:
+                return out
         main, before, rip = True, [], False
         for line in self.lines[1:]:
             if OTHER_STACK.match(line.strip()):
@@ -539,6 +654,30 @@ class Report:
         # or another CPU's lines.
         return out + before
 
+    def stall_frames(self):
+        """The frames a stall is titled by, as syzkaller reads them: for an
+        RCU stall, from the timer interrupt that caught the loop on (its
+        RIP, then the frames under it), else from the call trace on."""
+        lines, frames = self.lines[1:], []
+        if self.spec.anchor == 'irq':
+            irq = next((i for i, line in enumerate(lines) if 'apic_timer_interrupt' in line), None)
+            if irq is None:
+                return []
+            lines = lines[irq + 1:]
+            rip = next((i for i, line in enumerate(lines) if re.match(r'(?:R?IP|NIP): ', line)), None)
+            if rip is not None:
+                m = RIP.match(lines[rip])
+                frames += [m.group(1)] if m else []
+                lines = lines[rip + 1:]
+        else:
+            start = next((i for i, line in enumerate(lines) if MAIN_STACK.match(line.strip())), None)
+            lines = lines[start + 1:] if start is not None else []
+        for line in lines:
+            m = FRAME.match(line)
+            if m and not m.group(1):
+                frames.append(m.group(2))
+        return frames
+
     def culprit(self):
         """The function to blame: the first candidate that is neither the
         reporting machinery nor a helper; else the first that is not the
@@ -546,8 +685,14 @@ class Report:
         if self.spec and self.spec.fn is None:
             return None
         _, skip = self.title_and_skip()
+        if self.spec and self.spec.anchor:
+            fn = anchored(self.stall_frames(), skip)
+            if fn:
+                return fn
         cands = self.candidates()
-        if self.spec and self.spec.fn in ('at', 'last') and cands:
+        if self.spec and self.spec.fn == 'at' and cands:
+            return next((fn for fn in cands if not skipped(fn, skip)), cands[0])
+        if self.spec and self.spec.fn == 'last' and cands:
             return cands[0]
         if self.spec and self.spec.fn == 'hung':
             return hung_frame(cands)
@@ -575,7 +720,11 @@ class Report:
         # A function's offset is no part of a title (KCSAN names one).
         groups = {k: re.sub(r'\+0x[0-9a-f]+/0x[0-9a-f]+', '', v) for k, v in groups.items()}
         fn = self.culprit()
-        text = title.format(fn=base_name(fn) if fn else 'an unknown function', **groups)
+        fn = syscall_name(base_name(fn)) if fn else None
+        if fn and 'smp_call_function' in fn and (self.kind == 'stall' or self.spec.anchor):
+            # Stuck waiting for other CPUs: syzkaller names the variants alike.
+            fn = 'smp_call_function'
+        text = title.format(fn=fn or 'an unknown function', **groups)
         return re.sub(r'  +', ' ', text)
 
     def who(self):
@@ -1028,6 +1177,10 @@ def find(lines):
             # Another task's line in the middle of this report's.
             continue
         if open_ and (CONTINUES.match(text) or (
+                # A WARNING the RCU stall detector ran into before the
+                # stall's stack: the stall's (the stack is after it)
+                cur.spec and cur.spec.anchor == 'irq' and AFTER_OPENER.match(text) and
+                not any(MAIN_STACK.match(x.strip()) for x in cur.lines)) or (
                 # syzkaller's "BUG: memory leak", then kmemleak's object
                 cur.kind == 'leak' and LEAK.match(text) and
                 not any(LEAK.match(x) for x in cur.lines[1:])) or (
