@@ -336,7 +336,8 @@ class MutationCheck:
         self.res.mkdir(parents=True, exist_ok=True)
         log = self.res / f'mutant-{v.name}.console.log'
         tap = self.results.add(f'{lab.name}/mutant-{v.name}.tap', self.res / f'mutant-{v.name}.tap')
-        transcript = self.reports / f'report-{v.name}.txt'
+        # Not for a consequence report: where it lands is the timing's.
+        transcript = self.reports / f'report-{v.name}.txt' if not v.report_far else None
         kernel = which_kernel(lab, 'mutation', self.flavour, mutation=v)
         if kernel.tree == 'skeleton':
             src = self.sources()
@@ -363,7 +364,7 @@ class MutationCheck:
                 if boot.run() == Outcome.NOT_BUILT:
                     return self.not_built(tap)
                 verdicts.must_report(str(log), str(tap), v.name, str(src), v.must_report,
-                                     str(transcript), far=v.report_far)
+                                     str(transcript) if transcript else None, far=v.report_far)
                 if all_ok(tap):
                     break
                 if attempt < self.TRIES:
@@ -384,7 +385,7 @@ class MutationCheck:
             report_tap = self.results.add(f'{lab.name}/mutant-{v.name}.report.tap',
                                           self.res / f'mutant-{v.name}.report.tap')
             verdicts.must_report(str(log), str(report_tap), v.name, str(src), v.must_report,
-                                 str(transcript), far=v.report_far)
+                                 str(transcript) if transcript else None, far=v.report_far)
             return all_ok(tap) and all_ok(report_tap)
         # A crash of a program: named under the failing test, where.
         if v.must_crash:

@@ -2,7 +2,10 @@
 /*
  * Lab 02 tests: with pidfdfs a pidfd's inode belongs to its process.
  * Each test asserts a kernel fact directly and through the exercise
- * function that is meant to find it (pidfd_ident.c).
+ * function that is meant to find it (pidfd_ident.c). An assertion that
+ * a plausible wrong answer fails names its TODO (LAB02_TODO()): the
+ * skeleton is not the only thing that must fail here (mutations/ keeps
+ * one wrong answer per TODO, and make test proves that each is caught).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -20,6 +23,7 @@
 #include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/vfs.h>
 
 #include "kselftest_harness.h"
@@ -35,6 +39,11 @@
 #define PIDFS_MAGIC	PIDFDFS_MAGIC
 /* As in the first posting; lab 03's last patch stops registering it. */
 #define PIDFS_REGISTERED 1
+/* Where to look when an assertion fails: a TODO of this lab. */
+#define LAB02_TODO(n)	" TODO " #n ": "
+#else
+/* Run again by a later lab, whose own TODOs are numbered otherwise. */
+#define LAB02_TODO(n)	" lab 02's TODO " #n ": "
 #endif
 
 #ifndef PIDFD_NONBLOCK
@@ -44,6 +53,19 @@
 /* Threads and rounds of the race tests: a few seconds under TCG. */
 #define RACE_THREADS	4
 #define RACE_ROUNDS	2000
+
+/*
+ * A descriptor number that is not open: the error paths of the exercises
+ * must turn the failed call into -EBADF, not return errno or -1.
+ */
+static int closed_fd(void)
+{
+	int fd = dup(STDERR_FILENO);
+
+	if (fd >= 0)
+		close(fd);
+	return fd;
+}
 
 static unsigned long long fstat_ino(int fd)
 {
@@ -125,6 +147,9 @@ TEST_F(child, pidfd_lives_on_pidfdfs)
 	/* Other anonymous-inode files stay where they were. */
 	EXPECT_EQ(pidfd_magic(efd), ANON_INODE_FS_MAGIC);
 	close(efd);
+	/* A failed fstatfs() leaves its struct statfs as it was: garbage. */
+	EXPECT_EQ(pidfd_magic(closed_fd()), -EBADF)
+		TH_LOG(LAB02_TODO(1) "fstatfs() failed with EBADF: check it, return -errno");
 
 	f = fopen("/proc/filesystems", "re");
 	ASSERT_NE(f, NULL);
@@ -172,7 +197,9 @@ TEST_F(child, same_process_same_inode)
 	/* Two processes: same filesystem, different inodes. */
 	EXPECT_EQ(a.st_dev, c.st_dev);
 	EXPECT_NE(a.st_ino, c.st_ino);
-	EXPECT_EQ(pidfds_same_process(self->pidfd, self_fd), 0);
+	EXPECT_EQ(pidfds_same_process(self->pidfd, self_fd), 0)
+		TH_LOG(LAB02_TODO(3) "inodes %llu and %llu are two processes: compare a's with b's",
+		       (unsigned long long)a.st_ino, (unsigned long long)c.st_ino);
 	/* Not a pidfd at all. */
 	EXPECT_EQ(pidfds_same_process(self->pidfd, efd), 0);
 	close(again);
@@ -195,6 +222,9 @@ TEST(clone_pidfd_agrees_with_pidfd_open)
 	EXPECT_EQ(pidfds_same_process(cloned, opened), 1);
 	EXPECT_EQ(pidfd_reap(cloned, &code), 0);
 	EXPECT_EQ(code, 3);
+	/* Reaped already: nothing is left to wait for. */
+	EXPECT_EQ(pidfd_reap(cloned, &code), -ECHILD)
+		TH_LOG(LAB02_TODO(7) "waitid() failed with ECHILD: return -errno");
 	close(cloned);
 	close(opened);
 }
@@ -202,12 +232,24 @@ TEST(clone_pidfd_agrees_with_pidfd_open)
 TEST_F(child, inode_is_a_readonly_immutable_file)
 {
 	struct pidfd_ident id;
+	struct stat st;
 
+	ASSERT_EQ(fstat(self->pidfd, &st), 0);
+	EXPECT_EQ(st.st_mode, S_IFREG | 0444)
+		TH_LOG(LAB02_TODO(10) "the inode's mode is 0%o: a regular file (S_IFREG), 0444",
+		       st.st_mode);
 	ASSERT_EQ(pidfd_ident(self->pidfd, &id), 0);
-	EXPECT_EQ(id.mode, S_IFREG | 0444);
+	/* What statx() says of the file itself, as fstat() does. */
+	EXPECT_EQ(id.mode, st.st_mode);
 	EXPECT_EQ(id.ino, fstat_ino(self->pidfd));
+	EXPECT_EQ(makedev(id.dev_major, id.dev_minor), st.st_dev)
+		TH_LOG(LAB02_TODO(2) "device %u:%u, not the file's own %u:%u: stx_dev_*, not stx_rdev_*",
+		       id.dev_major, id.dev_minor, major(st.st_dev), minor(st.st_dev));
+	EXPECT_EQ(pidfd_ident(closed_fd(), &id), -EBADF)
+		TH_LOG(LAB02_TODO(2) "statx() failed with EBADF: check it, return -errno");
 	/* S_IMMUTABLE: not even root may change it. */
-	EXPECT_EQ(fchmod(self->pidfd, 0666), -1);
+	EXPECT_EQ(fchmod(self->pidfd, 0666), -1)
+		TH_LOG(LAB02_TODO(10) "root changed the mode: the inode needs S_IMMUTABLE");
 	EXPECT_EQ(errno, EPERM);
 }
 
@@ -229,8 +271,10 @@ TEST(inode_numbers_grow_with_every_process)
 		ASSERT_EQ(ret, 0);
 		ASSERT_EQ(id.ino, fstat_ino(fd));
 		/* Above RESERVED_PIDS, clear of the root inode (1). */
-		ASSERT_GT(id.ino, 300);
-		ASSERT_GT(id.ino, prev);
+		ASSERT_GT(id.ino, 300)
+			TH_LOG(LAB02_TODO(8) "inode numbers start above RESERVED_PIDS");
+		ASSERT_GT(id.ino, prev)
+			TH_LOG(LAB02_TODO(8) "each new process takes the next number");
 		prev = id.ino;
 		close(fd);
 	}
@@ -255,7 +299,9 @@ TEST(same_pid_number_new_inode)
 	ASSERT_EQ(pidfd_reap(fd2, &code), 0);
 	ASSERT_EQ(pidfd_ident(fd2, &second), 0);
 	/* Same number, different process: the inode says so. */
-	EXPECT_GT(second.ino, first.ino);
+	EXPECT_GT(second.ino, first.ino)
+		TH_LOG(LAB02_TODO(8) "PID %d twice, inode %llu twice: a new struct pid takes the next number, never its PID",
+		       pid, second.ino);
 	EXPECT_EQ(pidfds_same_process(fd1, fd2), 0);
 	close(fd1);
 	close(fd2);
@@ -263,17 +309,24 @@ TEST(same_pid_number_new_inode)
 
 TEST_F(child, link_text_names_the_inode)
 {
-	unsigned long long ino = 0;
+	/* Not 0: a parse that fills only 32 of the 64 bits shows. */
+	unsigned long long ino = ~0ULL;
 	char path[64], want[64], link[64] = "";
+	int ret;
 
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", self->pidfd);
 	ASSERT_GT(readlink(path, link, sizeof(link) - 1), 0);
 	snprintf(want, sizeof(want), "pidfd:[%llu]", fstat_ino(self->pidfd));
 	EXPECT_STREQ(link, want);
-	EXPECT_EQ(pidfd_link_ino(self->pidfd, &ino), 0);
-	EXPECT_EQ(ino, fstat_ino(self->pidfd));
+	ret = pidfd_link_ino(self->pidfd, &ino);
+	EXPECT_EQ(ret, 0);
+	if (!ret) {
+		EXPECT_EQ(ino, fstat_ino(self->pidfd))
+			TH_LOG(LAB02_TODO(4) "parsed %llu: scan all 64 bits (%%llu)", ino);
+	}
 	/* Not a pidfd: not that kind of link. */
-	EXPECT_EQ(pidfd_link_ino(STDIN_FILENO, &ino), -EINVAL);
+	EXPECT_EQ(pidfd_link_ino(STDIN_FILENO, &ino), -EINVAL)
+		TH_LOG(LAB02_TODO(4) "a link that is not \"pidfd:[<ino>]\" is -EINVAL: check what sscanf() matched");
 }
 
 TEST_F(child, reaped_child_keeps_its_inode)
@@ -296,6 +349,7 @@ TEST_F(child, pidfds_of_one_process_share_flock)
 	int again = sys_pidfd_open(self->pid, 0);
 	int self_fd = sys_pidfd_open(getpid(), 0);
 	int efd = eventfd(0, EFD_CLOEXEC);
+	int probe;
 
 	ASSERT_GE(again, 0);
 	ASSERT_GE(self_fd, 0);
@@ -304,7 +358,18 @@ TEST_F(child, pidfds_of_one_process_share_flock)
 	EXPECT_EQ(pidfds_share_locks(self->pidfd, again), 1);
 	/* On lab 01's kernel all three would be 1: one anon inode. */
 	EXPECT_EQ(pidfds_share_locks(self->pidfd, self_fd), 0);
+	/*
+	 * That answer took a lock through self_fd: it must be given back, or
+	 * no other open of this process could lock it any more.
+	 */
+	probe = sys_pidfd_open(getpid(), 0);
+	ASSERT_GE(probe, 0);
+	EXPECT_EQ(flock(probe, LOCK_EX | LOCK_NB), 0)
+		TH_LOG(LAB02_TODO(5) "b is still locked after the answer: LOCK_UN the lock taken on b");
+	close(probe);
 	EXPECT_EQ(pidfds_share_locks(self->pidfd, efd), 0);
+	EXPECT_EQ(pidfds_share_locks(self->pidfd, closed_fd()), -EBADF)
+		TH_LOG(LAB02_TODO(5) "flock() failed with EBADF, not EWOULDBLOCK: return -errno");
 	close(again);
 	close(self_fd);
 	close(efd);
@@ -345,7 +410,8 @@ TEST(no_struct_pid_leaks)
 	}
 	TH_LOG("struct pid objects: %ld before, %ld after %d rounds",
 	       before, after, LEAK_ROUNDS);
-	EXPECT_LT(after, before + LEAK_ROUNDS / 10);
+	EXPECT_LT(after, before + LEAK_ROUNDS / 10)
+		TH_LOG(LAB02_TODO(9) "struct pids leak: an evicted inode gives back its reference");
 }
 
 /*
@@ -471,7 +537,7 @@ TEST(race_first_open_one_inode)
 		pthread_join(threads[i], NULL);
 	EXPECT_EQ(kill_and_reap(r.pid), 0);
 	EXPECT_EQ(r.errors, 0);
-	EXPECT_EQ(split, 0) TH_LOG("%d of %d rounds had more than one inode (first: round %d)",
+	EXPECT_EQ(split, 0) TH_LOG(LAB02_TODO(11) "%d of %d rounds had more than one inode (first: round %d)",
 				   split, FIRST_OPEN_ROUNDS, first_split);
 
 	/* Dentries, inodes and struct pids are freed after a grace period. */
@@ -485,7 +551,7 @@ TEST(race_first_open_one_inode)
 	TH_LOG("slab objects: dentry %ld -> %ld, inode_cache %ld -> %ld, pid %ld -> %ld (-1: not counted)",
 	       before.dentries, after.dentries, before.inodes, after.inodes,
 	       before.pids, after.pids);
-	EXPECT_TRUE(settled) TH_LOG("a dentry that lost the race was never dropped?");
+	EXPECT_TRUE(settled) TH_LOG(LAB02_TODO(11) "a dentry that lost the race was never dropped?");
 }
 
 TEST(fdinfo_poll_waitid_still_work)
@@ -565,10 +631,15 @@ TEST(setns_through_pidfd)
 	}
 	ASSERT_EQ(waitpid(helper, &status, 0), helper);
 	EXPECT_TRUE(WIFEXITED(status));
-	EXPECT_EQ(WEXITSTATUS(status), 0);
+	EXPECT_EQ(WEXITSTATUS(status), 0)
+		TH_LOG(LAB02_TODO(6) "the helper %s", WEXITSTATUS(status) == 2 ?
+		       "could not join the UTS namespace" : "saw another host name");
 	EXPECT_EQ(kill_and_reap(pid), 0);
 	close(fd);
 	close(ready[0]);
+	/* setns() fails on a descriptor that is not open. */
+	EXPECT_EQ(pidfd_join_uts(closed_fd()), -EBADF)
+		TH_LOG(LAB02_TODO(6) "setns() failed with EBADF: return -errno, not -1");
 }
 
 TEST_F(child, lab01_facts_revisited)
