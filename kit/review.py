@@ -23,7 +23,7 @@ import subprocess
 from collections import Counter
 
 from . import kbuild
-from .labs import KIT, LabError, all_labs, build_dir, held, note
+from .labs import KIT, LabError, all_labs, build_dir, headers, held, note
 from . import tap
 from .trees import Pristine, Tree
 
@@ -45,8 +45,13 @@ def checkpatch():
     for lab in all_labs():
         for folder in ('patches', 'variants', 'mutations'):
             for patch in sorted((lab.dir / folder).glob('*.patch')):
+                # A mutation's bug may be what checkpatch warns of (a
+                # BUG_ON, an unchecked sscanf): its "# checkpatch-ignore:"
+                # line names those warnings, and only those.
+                ignore = ['UNKNOWN_COMMIT_ID'] + (headers(patch).get('checkpatch-ignore', '').replace(',', ' ').split()
+                                                  if folder == 'mutations' else [])
                 said = subprocess.run(['perl', str(script), '--strict', '--no-tree', '--ignore',
-                                       'UNKNOWN_COMMIT_ID', '--no-color', '--quiet', str(patch)],
+                                       ','.join(ignore), '--no-color', '--quiet', str(patch)],
                                       capture_output=True, text=True)
                 said = (said.stdout + said.stderr).strip()
                 name = os.path.relpath(patch, KIT)
