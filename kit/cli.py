@@ -80,7 +80,8 @@ def exercises_verb(lab, fresh=False, put_solution=False):
     if any(lab.solution.glob('kernel/**/*.todo')):
         # Kernel exercises are marker patches rendered from the lab's
         # patched tree: prepare that tree first.
-        tree = str(trees.Tree(lab).prepare() or lab.src())
+        trees.Tree(lab).prepare()
+        tree = str(lab.src())
     state = str(lab.build / 'exercise-state')
     saved = str(labs.KIT / 'saved')
     if put_solution:

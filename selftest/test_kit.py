@@ -1,11 +1,14 @@
 """The package's own checks, on made-up labs (make selftest runs them). Host only, seconds; no kernel, no VM."""
 import contextlib
+import hashlib
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
 import textwrap
 import unittest
@@ -493,12 +496,157 @@ class SourceVersion(unittest.TestCase):
 
 
 class Bundle(unittest.TestCase):
-    """A room's bundle: what it is refused for, and the move of Kbuild's
-    files to the checkout that unpacks it."""
+    """A room's bundle: what it is refused for (each in one line), its
+    unpacking beside build/ and the fill-in of a build/ that holds trees,
+    the move of Kbuild's files to the checkout that unpacks it, and apt's
+    check of its packages."""
+    T0, T1 = 1_700_000_000_000_000_000, 1_700_000_100_000_000_000    # sources, then objects
 
-    def manifest(self):
-        return dict(format=bundle.FORMAT, pristine='abc', series=bundle.series_keys('abc'),
-                    **bundle.machine())
+    def manifest(self, **over):
+        m = dict(format=bundle.FORMAT, pristine='abc', pristine_tree='t' * 40, series=bundle.series_keys('abc'),
+                 **bundle.machine(), kit='/old/kit', build='/old/build', paths=['linux'], commit='c0ffee',
+                 made='today', debs=False, suites=[])
+        m.update(over)
+        return m
+
+    @classmethod
+    def setUpClass(cls):
+        cls.here = bundle.machine()     # three dpkg-query runs: once
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.d = Path(self.tmp.name)
+        self.lab = labs.all_labs()[-1].name
+        for patch in (mock.patch.object(bundle, 'missing_packages', return_value=[]),
+                      mock.patch.object(bundle, 'machine', return_value=dict(self.here))):
+            patch.start()
+            self.addCleanup(patch.stop)
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def git(self, *args, cwd, date='1700000000 +0000'):
+        env = dict(os.environ, GIT_AUTHOR_DATE=date, GIT_COMMITTER_DATE=date)
+        return subprocess.run(['git', '-c', 'user.name=t', '-c', 'user.email=t@t', *args], cwd=cwd, env=env,
+                              check=True, capture_output=True, text=True).stdout.strip()
+
+    def repository(self, build, date):
+        """build/linux as trees.Pristine makes it: the same files, a commit of its own date."""
+        write(build / 'linux' / 'fs' / 'pidfs.c', 'int x;\n')
+        write(build / 'linux' / 'Makefile', 'all:\n')
+        self.git('init', '-q', '-b', 'pristine', cwd=build / 'linux')
+        self.git('add', '-A', cwd=build / 'linux')
+        self.git('commit', '-qm', 'pristine', cwd=build / 'linux', date=date)
+        (build / 'linux' / '.git' / 'kit-source-version').write_text(self.source_version() + '\n')
+        return self.git('rev-parse', 'pristine', cwd=build / 'linux')
+
+    def source_version(self):
+        return bundle.machine()['linux_source'] or '6.1.0-test'
+
+    def lab_tree(self, build, rel, date, base='pristine'):
+        src = build / rel
+        self.git('worktree', 'add', '-q', '--detach', str(src), base, cwd=build / 'linux')
+        if base == 'pristine':
+            (src / 'fs' / 'pidfs.c').write_text('int x = 1;\n')
+            self.git('commit', '-qam', 'the series', cwd=src, date=date)
+        return src
+
+    def built(self, build, rel, src):
+        """An out dir Kbuild left: its command file and a symlink name the
+        tree by absolute path; every object newer than every source."""
+        out = build / rel
+        write(out / 'fs' / '.pidfs.o.cmd', f'cmd := gcc -I{src}/include {src}/fs/pidfs.c\n')
+        (out / 'vmlinux').write_bytes(b'\0ELF')
+        (out / 'source').symlink_to(src)
+        for f in src.rglob('*'):
+            if '.git' not in f.parts and f.is_file():
+                os.utime(f, ns=(self.T0, self.T0))
+        for f in (out / 'fs' / '.pidfs.o.cmd', out / 'vmlinux'):
+            os.utime(f, ns=(self.T1, self.T1))
+        (out / 'build.stamp').write_text('\n')
+        os.utime(out / 'build.stamp', ns=(self.T1, self.T1))
+
+    def made_up_bundle(self, name='b.tar'):
+        """A bundle of a made-up build/: build/linux, the last lab's own
+        tree and kernel, its trees/work (the skeleton laid over) and kernel."""
+        old = self.d / 'old' / 'build'
+        rev = self.repository(old, '1700000000 +0000')
+        lab = f'labs/{self.lab}'
+        own = self.lab_tree(old, f'{lab}/src', '1700000001 +0000')
+        self.built(old, f'{lab}/out/default', own)
+        head = self.git('rev-parse', 'HEAD', cwd=own)
+        work = self.lab_tree(old, f'{lab}/trees/work/src', None, base=head)
+        (work / 'fs' / 'pidfs.c').write_text('int x = 0; /* TODO 1/1 */\n')
+        self.built(old, f'{lab}/trees/work/out/default', work)
+        keys = bundle.series_keys(rev)
+        for root in (lab, f'{lab}/trees/work'):
+            (old / root / 'series.stamp').write_text(keys[self.lab] + '\n')
+        paths = ['linux', f'{lab}/src', f'{lab}/series.stamp', f'{lab}/out/default', f'{lab}/trees/work/src',
+                 f'{lab}/trees/work/series.stamp', f'{lab}/trees/work/out/default']
+        manifest = self.manifest(pristine=rev, series=keys, linux_source=self.source_version(),
+                                 pristine_tree=self.git('rev-parse', 'pristine^{tree}', cwd=old / 'linux'),
+                                 build=str(old), kit=str(self.d / 'old'), paths=paths)
+        path = self.d / name
+        bundle.write_bundle(old, paths, manifest, path)
+        return path, manifest
+
+    def crafted(self, members, name='bad.tar', paths=('linux',), inner=None):
+        """A bundle whose trees' tar holds members, TarInfo (and data)
+        pairs, made with tarfile, as nobody's make bundle would."""
+        raw = io.BytesIO()
+        with tarfile.open(fileobj=raw, mode='w', format=tarfile.PAX_FORMAT) as t:
+            for info, data in members:
+                t.addfile(info, io.BytesIO(data) if data is not None else None)
+        zst = subprocess.run(['zstd', '-q', '-c'], input=raw.getvalue(), capture_output=True, check=True).stdout
+        return self.outer(self.manifest(paths=list(paths), build=str(self.d / 'old' / 'build')),
+                          inner if inner is not None else zst, name)
+
+    def outer(self, manifest, zst, name):
+        path = self.d / name
+        with tarfile.open(path, 'w', format=tarfile.PAX_FORMAT) as t:
+            for member, data in (('manifest.json', manifest if isinstance(manifest, bytes) else
+                                  json.dumps(manifest).encode()), ('build.tar.zst', zst)):
+                info = tarfile.TarInfo(member)
+                info.size = len(data)
+                t.addfile(info, io.BytesIO(data))
+        self.digest(path)
+        return path
+
+    def digest(self, path):
+        Path(f'{path}.sha256').write_text(f'{hashlib.sha256(path.read_bytes()).hexdigest()}  {path.name}\n')
+
+    @staticmethod
+    def info(name, kind=tarfile.REGTYPE, data=b'', linkname='', mode=0o644):
+        i = tarfile.TarInfo(name)
+        i.type, i.linkname, i.mode = kind, linkname, mode
+        i.size = len(data) if kind == tarfile.REGTYPE else 0
+        return i, (data if kind == tarfile.REGTYPE else None)
+
+    def use(self, path, build=None, **env):
+        """python3 -m kit use-bundle, BUNDLE=path: (status, stdout, stderr)."""
+        from kit import cli
+        build = build or self.d / 'new' / 'build'
+        out, err = io.StringIO(), io.StringIO()
+        with mock.patch.dict(os.environ, {'BUNDLE': str(path), 'BUILD': str(build), **env}), \
+                redirect_stdout(out), redirect_stderr(err):
+            if 'BUNDLE_SHA256' not in env:
+                os.environ.pop('BUNDLE_SHA256', None)
+            rc = cli.main(['use-bundle'])
+        return rc, out.getvalue(), err.getvalue()
+
+    def refused_in_one_line(self, rc, err, said, status=1):
+        self.assertEqual(rc, status, err)
+        self.assertEqual(len(err.splitlines()), 1, err)
+        self.assertTrue(err.startswith('kit: '), err)
+        self.assertIn(said, err)
+        self.assertNotIn('Traceback', err)
+
+    def nothing_of_it(self, build=None):
+        build = build or self.d / 'new' / 'build'
+        self.assertFalse(build.exists(), list(build.rglob('*')) if build.exists() else '')
+        self.assertFalse(Path(f'{build}.unpacking').exists())
+
+    # --- what the manifest says
 
     def test_a_bundle_for_this_kit_and_machine_is_taken(self):
         self.assertIsNone(bundle.refusal(self.manifest()))
@@ -506,7 +654,9 @@ class Bundle(unittest.TestCase):
     def test_each_refusal_says_why_in_one_line(self):
         for key, value, said in (('arch', 'riscv64', 'made on riscv64'),
                                  ('gcc', '11.0-1', 'built with gcc 11.0-1'),
-                                 ('format', 99, 'format 99')):
+                                 ('format', 99, 'format 99'),
+                                 ('paths', ['../etc'], 'no list of paths inside build/'),
+                                 ('suites', ['bookworm main'], 'nothing readable of its packages')):
             m = self.manifest()
             m[key] = value
             with self.subTest(key=key):
@@ -517,85 +667,357 @@ class Bundle(unittest.TestCase):
             m['linux_source'] = '6.1.0-0'
             self.assertIn('linux-source-6.1 6.1.0-0', bundle.refusal(m))
         m = self.manifest()
-        lab = labs.all_labs()[-1].name
-        m['series'][lab] = '0' * 16
-        self.assertIn(f'another series of {lab}', bundle.refusal(m))
+        m['series'][self.lab] = '0' * 16
+        self.assertIn(f'another series of {self.lab}', bundle.refusal(m))
+
+    def test_a_manifest_this_kit_cannot_read_is_refused_and_the_kit_builds(self):
+        """{"format":1} was a KeyError, a JSON list an AttributeError: now
+        one line each, and make lab goes on to build without the bundle."""
+        for body, said in ((b'{"format": 1}', 'it is format 1, this kit reads format 2'),
+                           (b'[1, 2]', 'its manifest.json is a JSON list'),
+                           (b'{"format": 2}', 'its manifest.json has no pristine'),
+                           (b'not json {', 'its manifest.json is not JSON')):
+            with self.subTest(body=body):
+                path = self.outer(body, b'', 'm.tar')
+                rc, out, err = self.use(path)
+                self.refused_in_one_line(rc, err, said, status=0)
+                self.assertIn('not used', err)
+                self.assertIn('the kit builds without it', err)
+                self.nothing_of_it()
+
+    # --- the digest
+
+    def test_one_byte_changed_is_refused_before_anything_is_unpacked(self):
+        path, _ = self.made_up_bundle()
+        data = bytearray(path.read_bytes())
+        data[len(data) // 2] ^= 1
+        path.write_bytes(data)
+        rc, out, err = self.use(path)
+        self.refused_in_one_line(rc, err, 'is not the file that was announced')
+        self.assertIn('nothing was installed or unpacked', err)
+        self.nothing_of_it()
+
+    def test_the_announced_digest_wins_and_is_checked(self):
+        path, _ = self.made_up_bundle()
+        rc, out, err = self.use(path, BUNDLE_SHA256='0' * 64)
+        self.refused_in_one_line(rc, err, 'BUNDLE_SHA256 says 0000000000000000')
+        rc, out, err = self.use(path, BUNDLE_SHA256='abc')
+        self.refused_in_one_line(rc, err, 'give the 64 hex digits')
+        self.nothing_of_it()
+        good = hashlib.sha256(path.read_bytes()).hexdigest()
+        Path(f'{path}.sha256').unlink()
+        rc, out, err = self.use(path, BUNDLE_SHA256=good.upper())
+        self.assertEqual(rc, 0, err)
+        self.assertIn('SHA-256 as BUNDLE_SHA256 says', out)
+
+    def test_no_digest_at_all_says_how_to_give_one(self):
+        path, _ = self.made_up_bundle()
+        Path(f'{path}.sha256').unlink()
+        rc, out, err = self.use(path)
+        self.refused_in_one_line(rc, err, 'as BUNDLE_SHA256=..., or put b.tar.sha256 beside it')
+        self.nothing_of_it()
+
+    # --- cut short, corrupt
+
+    def test_a_bundle_cut_short_leaves_nothing_and_a_second_try_works(self):
+        path, _ = self.made_up_bundle()
+        good = path.read_bytes()
+        # The file itself cut short (its digest too, as a copy made with
+        # a short .sha256 would be): refused before anything is unpacked.
+        path.write_bytes(good[:len(good) // 2])
+        self.digest(path)
+        rc, out, err = self.use(path)
+        self.refused_in_one_line(rc, err, 'cut short')
+        self.nothing_of_it()
+        # The trees' stream cut short inside a complete file: tar has had
+        # whole members only, and the staging folder goes.
+        with tarfile.open(fileobj=io.BytesIO(good)) as t:
+            manifest = t.extractfile('manifest.json').read()
+            zst = t.extractfile('build.tar.zst').read()
+        self.outer(manifest, zst[:len(zst) * 2 // 3], 'b.tar')
+        rc, out, err = self.use(path)
+        self.refused_in_one_line(rc, err, 'cut short')
+        self.assertNotIn('kernel trees and', out)
+        self.nothing_of_it()
+        path.write_bytes(good)
+        self.digest(path)
+        rc, out, err = self.use(path)
+        self.assertEqual(rc, 0, err)
+        self.assertIn('2 kernel trees and 2 kernels moved in', out)
+
+    def test_not_a_bundle(self):
+        junk = write(self.d / 'junk.tar', 'not a tar')
+        self.digest(junk)
+        with self.assertRaises(labs.LabError):
+            bundle.read_manifest(junk)
+        rc, out, err = self.use(junk)
+        self.refused_in_one_line(rc, err, 'is not a kit bundle')
+        self.nothing_of_it()
+
+    # --- what its trees may hold
+
+    def test_members_that_leave_build_are_refused_before_tar_writes_them(self):
+        i = self.info
+        for members, said in (
+                ([i('linux', tarfile.DIRTYPE), i('../evil', data=b'x')], "'../evil' is outside build/"),
+                ([i('/etc/evil', data=b'x')], "'/etc/evil' is outside build/"),
+                ([i('linux', tarfile.DIRTYPE), i('linux/l', tarfile.SYMTYPE, linkname='../../etc')],
+                 'the symlink linux/l -> ../../etc leaves build/'),
+                ([i('linux', tarfile.DIRTYPE), i('linux/l', tarfile.SYMTYPE, linkname='/etc')],
+                 'the symlink linux/l -> /etc leaves build/'),
+                ([i('linux', tarfile.DIRTYPE), i('linux/h', tarfile.LNKTYPE, linkname='../outside')],
+                 'the hard link linux/h => ../outside'),
+                ([i('linux', tarfile.DIRTYPE), i('linux/h', tarfile.LNKTYPE, linkname='/etc/shadow')],
+                 'the hard link linux/h => /etc/shadow'),
+                ([i('linux', tarfile.DIRTYPE), i('linux/null', tarfile.CHRTYPE)], 'linux/null is a device file'),
+                ([i('linux', tarfile.DIRTYPE), i('linux/sda', tarfile.BLKTYPE)], 'linux/sda is a device file'),
+                ([i('linux', tarfile.DIRTYPE), i('linux/p', tarfile.FIFOTYPE)], 'linux/p is a fifo'),
+                ([i('linux', tarfile.DIRTYPE), i('linux/su', data=b'x', mode=0o4755)], 'linux/su is setuid'),
+                ([i('linux', tarfile.DIRTYPE), i('linux/sub', tarfile.DIRTYPE),
+                  i('linux/l', tarfile.SYMTYPE, linkname='sub'), i('linux/l/x', data=b'x')],
+                 'linux/l/x would be written through the symlink linux/l'),
+                ([i('labs', tarfile.DIRTYPE)], 'labs is not under the paths its manifest lists'),
+                ([i('linux', tarfile.DIRTYPE), i('linux/a', data=b'1'), i('linux/a', data=b'2')],
+                 'linux/a is in it twice'),
+                # Each link stays inside; followed one after the other they leave.
+                ([i('linux', tarfile.DIRTYPE), i('linux/d', tarfile.SYMTYPE, linkname='.'),
+                  i('linux/x', tarfile.SYMTYPE, linkname='d/../..')], 'leads outside build/ through other links')):
+            with self.subTest(said=said):
+                path = self.crafted(members)
+                rc, out, err = self.use(path)
+                self.refused_in_one_line(rc, err, said)
+                self.nothing_of_it()
+                self.assertFalse((self.d / 'evil').exists())
+
+    def test_the_trees_tar_must_be_the_kit_s(self):
+        raw = io.BytesIO()
+        with tarfile.open(fileobj=raw, mode='w', format=tarfile.GNU_FORMAT) as t:
+            t.addfile(tarfile.TarInfo('linux'))
+        zst = subprocess.run(['zstd', '-q', '-c'], input=raw.getvalue(), capture_output=True, check=True).stdout
+        rc, out, err = self.use(self.crafted([], inner=zst))
+        self.refused_in_one_line(rc, err, 'not the tar make bundle writes')
+        self.nothing_of_it()
+
+    # --- where it goes
+
+    def test_an_empty_build_gets_every_tree_linked_to_its_own_repository(self):
+        path, manifest = self.made_up_bundle()
+        new = self.d / 'new' / 'build'
+        rc, out, err = self.use(path)
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(err, '')
+        for rel in manifest['paths']:
+            self.assertTrue(os.path.lexists(new / rel), rel)
+        work = new / 'labs' / self.lab / 'trees' / 'work' / 'src'
+        self.assertEqual(self.git('status', '--porcelain', cwd=work), 'M fs/pidfs.c')
+        listed = self.git('worktree', 'list', cwd=new / 'linux')
+        self.assertIn(str(work), listed)
+        self.assertNotIn(str(self.d / 'old'), listed)
+        self.assertIn(str(self.d / 'old' / 'build' / 'labs'), self.git('worktree', 'list', cwd=self.d / 'old' / 'build' / 'linux'))
+        out_dir = new / 'labs' / self.lab / 'out' / 'default'
+        self.assertEqual(os.readlink(out_dir / 'source'), str(new / 'labs' / self.lab / 'src'))
+        self.assertIn(f'-I{new}/labs/{self.lab}/src/include', read(out_dir / 'fs' / '.pidfs.o.cmd'))
+        self.assertEqual((out_dir / 'vmlinux').stat().st_mtime_ns, self.T1)
+        self.assertEqual(kbuild.newer_file(new / 'labs' / self.lab / 'src', out_dir / 'build.stamp'), '')
+        self.assertFalse(Path(f'{new}.unpacking').exists())
+        # Used once: the next make lab BUNDLE= checks nothing again.
+        rc, out, err = self.use(path)
+        self.assertEqual((rc, out, err), (0, '', ''))
+
+    def test_a_build_that_holds_trees_gets_what_it_lacks(self):
+        """make exercises LAB=NN first: build/linux (another commit of
+        the same files) and the lab's own tree are there. They stay; the
+        bundle's kernel of that tree comes in, and its other tree and
+        kernel, joined to that repository; nothing is newer than the
+        kernels, so nothing compiles."""
+        path, manifest = self.made_up_bundle()
+        new = self.d / 'new' / 'build'
+        rev = self.repository(new, '1800000000 +0000')
+        self.assertNotEqual(rev, manifest['pristine'])
+        own = self.lab_tree(new, f'labs/{self.lab}/src', '1800000001 +0000')
+        (new / 'labs' / self.lab / 'series.stamp').write_text(bundle.series_keys(rev)[self.lab] + '\n')
+        (new / 'labs' / self.lab / 'exercise-state').write_text('mine\n')
+        inode = (own / 'fs' / 'pidfs.c').stat().st_ino
+        rc, out, err = self.use(path)
+        self.assertEqual(rc, 0, err)
+        self.assertIn('1 kernel trees and 2 kernels moved in; 3 of its paths were there already and stay', out)
+        self.assertEqual(self.git('rev-parse', 'pristine', cwd=new / 'linux'), rev)
+        self.assertEqual((own / 'fs' / 'pidfs.c').stat().st_ino, inode)
+        self.assertEqual(read(new / 'labs' / self.lab / 'exercise-state'), 'mine\n')
+        work = new / 'labs' / self.lab / 'trees' / 'work' / 'src'
+        self.assertEqual(self.git('status', '--porcelain', cwd=work), 'M fs/pidfs.c')
+        self.assertEqual(self.git('rev-parse', 'HEAD', cwd=work),
+                         self.git('rev-parse', 'HEAD', cwd=self.d / 'old' / 'build' / 'labs' / self.lab / 'trees' /
+                                  'work' / 'src'))
+        self.assertIn(str(work), self.git('worktree', 'list', cwd=new / 'linux'))
+        # Its stamp, by this repository's pristine commit: the tree is kept.
+        self.assertEqual(read(work.parent / 'series.stamp').strip(), bundle.series_keys(rev)[self.lab])
+        for root in (new / 'labs' / self.lab, work.parent):
+            with self.subTest(root=root):
+                self.assertEqual(kbuild.newer_file(root / 'src', root / 'out' / 'default' / 'build.stamp'), '')
+        self.assertEqual((own / 'fs' / 'pidfs.c').stat().st_mtime_ns, self.T0)
+
+    def test_a_tree_there_with_other_files_keeps_its_own_build(self):
+        path, manifest = self.made_up_bundle()
+        new = self.d / 'new' / 'build'
+        self.repository(new, '1800000000 +0000')
+        own = self.lab_tree(new, f'labs/{self.lab}/src', '1800000001 +0000')
+        (own / 'fs' / 'pidfs.c').write_text('int x = 2; /* an edit */\n')
+        rc, out, err = self.use(path)
+        self.assertEqual(rc, 0, err)
+        self.assertIn(f'left out, for trees there that hold other files: labs/{self.lab}/out/default', out)
+        self.assertFalse((new / 'labs' / self.lab / 'out').exists())
+        self.assertEqual(read(own / 'fs' / 'pidfs.c'), 'int x = 2; /* an edit */\n')
+
+    def test_a_build_of_another_source_is_not_mixed_with_the_bundle(self):
+        path, manifest = self.made_up_bundle()
+        new = self.d / 'new' / 'build'
+        self.repository(new, '1800000000 +0000')
+        write(new / 'linux' / 'extra.c', '\n')
+        self.git('add', '-A', cwd=new / 'linux')
+        self.git('commit', '-qm', 'other', cwd=new / 'linux')
+        rc, out, err = self.use(path)
+        self.refused_in_one_line(rc, err, 'holds other files than the bundle\'s pristine tree', status=0)
+        self.assertFalse((new / 'labs').exists())
+
+    # --- Kbuild's paths, git's worktrees
 
     def test_kbuild_files_move_to_this_checkout_with_their_times(self):
-        with tempfile.TemporaryDirectory() as d:
-            build = Path(d) / 'build'
-            out = build / 'labs' / '01-x' / 'out' / 'default'
-            cmd = write(out / 'fs' / '.open.o.cmd', 'cmd := /old/kit/vm/kernel/cc -I/old/build/labs/01-x/src/include\n')
-            blob = out / 'vmlinux'
-            blob.write_bytes(b'\0ELF /old/build/labs/01-x/src/fs/open.c')
-            (out / 'source').symlink_to('/old/build/labs/01-x/src')
-            os.utime(cmd, ns=(1, 1_000_000_123))
-            manifest = {'build': '/old/build', 'kit': '/old/kit', 'paths': ['labs/01-x/out/default']}
-            with mock.patch.object(bundle, 'KIT', Path('/new/kit')):
-                self.assertEqual(bundle.relocate(manifest, build), 1)
-            self.assertEqual(cmd.read_text(), f'cmd := /new/kit/vm/kernel/cc -I{build}/labs/01-x/src/include\n')
-            self.assertEqual(cmd.stat().st_mtime_ns, 1_000_000_123)
-            self.assertIn(b'/old/build', blob.read_bytes())
-            self.assertEqual(os.readlink(out / 'source'), f'{build}/labs/01-x/src')
+        build = self.d / 'build'
+        out = build / 'labs' / '01-x' / 'out' / 'default'
+        cmd = write(out / 'fs' / '.open.o.cmd', 'cmd := /old/kit/vm/kernel/cc -I/old/build/labs/01-x/src/include\n')
+        blob = out / 'vmlinux'
+        blob.write_bytes(b'\0ELF /old/build/labs/01-x/src/fs/open.c')
+        (out / 'source').symlink_to('/old/build/labs/01-x/src')
+        os.utime(cmd, ns=(1, 1_000_000_123))
+        manifest = {'build': '/old/build', 'kit': '/old/kit', 'paths': ['labs/01-x/out/default']}
+        with mock.patch.object(bundle, 'KIT', Path('/new/kit')):
+            self.assertEqual(bundle.relocate(manifest, build), 1)
+        self.assertEqual(cmd.read_text(), f'cmd := /new/kit/vm/kernel/cc -I{build}/labs/01-x/src/include\n')
+        self.assertEqual(cmd.stat().st_mtime_ns, 1_000_000_123)
+        self.assertIn(b'/old/build', blob.read_bytes())
+        self.assertEqual(os.readlink(out / 'source'), f'{build}/labs/01-x/src')
 
     def test_a_clone_inside_the_old_checkout_is_named_once(self):
         """make bench and CI clone the kit into its own build/: the new
         paths hold the old ones, and must not be rewritten twice."""
-        with tempfile.TemporaryDirectory() as d:
-            old = Path(d)
-            kit = old / 'build' / 'bench' / 'room-clone'
-            out = kit / 'build' / 'labs' / '01-x' / 'out' / 'default'
-            cmd = write(out / 'fs' / '.open.o.cmd', f'cmd := {old}/vm/kernel/cc -I{old}/build/labs/01-x/src\n')
-            (out / 'source').symlink_to(f'{old}/build/labs/01-x/src')
-            manifest = {'build': f'{old}/build', 'kit': str(old), 'paths': ['labs/01-x/out/default']}
-            with mock.patch.object(bundle, 'KIT', kit):
-                bundle.relocate(manifest, kit / 'build')
-            self.assertEqual(cmd.read_text(), f'cmd := {kit}/vm/kernel/cc -I{kit}/build/labs/01-x/src\n')
-            self.assertEqual(os.readlink(out / 'source'), f'{kit}/build/labs/01-x/src')
+        old = self.d
+        kit = old / 'build' / 'bench' / 'room-clone'
+        out = kit / 'build' / 'labs' / '01-x' / 'out' / 'default'
+        cmd = write(out / 'fs' / '.open.o.cmd', f'cmd := {old}/vm/kernel/cc -I{old}/build/labs/01-x/src\n')
+        (out / 'source').symlink_to(f'{old}/build/labs/01-x/src')
+        manifest = {'build': f'{old}/build', 'kit': str(old), 'paths': ['labs/01-x/out/default']}
+        with mock.patch.object(bundle, 'KIT', kit):
+            bundle.relocate(manifest, kit / 'build')
+        self.assertEqual(cmd.read_text(), f'cmd := {kit}/vm/kernel/cc -I{kit}/build/labs/01-x/src\n')
+        self.assertEqual(os.readlink(out / 'source'), f'{kit}/build/labs/01-x/src')
 
     def test_trees_link_to_their_own_repository_and_the_old_ones_stay(self):
         """CI and make bench unpack a bundle on the machine that made it:
         the old checkout's trees must still be its own afterwards."""
-        with tempfile.TemporaryDirectory() as d:
-            d = Path(d)
-            old, new = d / 'old' / 'build', d / 'new' / 'build'
+        old, new = self.d / 'old' / 'build', self.d / 'new' / 'build'
+        self.repository(old, '1700000000 +0000')
+        for tree in ('labs/01-x/src', 'labs/01-x/trees/skeleton/src'):
+            self.git('worktree', 'add', '-q', '--detach', str(old / tree), 'pristine', cwd=old / 'linux')
+        new.parent.mkdir()
+        subprocess.run(['cp', '-a', str(old), str(new)], check=True)
+        trees = bundle.relink_worktrees({'build': str(old), 'paths': ['linux', 'labs/01-x/src']}, new)
+        self.assertEqual(trees, ['labs/01-x/src'])
+        subprocess.run(['git', '-C', str(new / 'linux'), 'worktree', 'prune'], check=True)
+        self.assertEqual(Path(self.git('rev-parse', '--git-common-dir', cwd=new / 'labs/01-x/src')).resolve(),
+                         (new / 'linux' / '.git').resolve())
+        self.assertEqual(Path(self.git('rev-parse', '--git-common-dir', cwd=old / 'labs/01-x/src')).resolve(),
+                         (old / 'linux' / '.git').resolve())
+        self.assertIn(str(old / 'labs/01-x/trees/skeleton/src'), self.git('worktree', 'list', cwd=old / 'linux'))
+        listed = self.git('worktree', 'list', cwd=new / 'linux')
+        self.assertIn(str(new / 'labs/01-x/src'), listed)
+        self.assertNotIn(str(old), listed)
 
-            def git(*args, cwd):
-                return subprocess.run(['git', *args], cwd=cwd, check=True, capture_output=True,
-                                      text=True).stdout.strip()
-            write(old / 'linux' / 'f', 'x\n')
-            git('init', '-q', '-b', 'pristine', cwd=old / 'linux')
-            git('add', 'f', cwd=old / 'linux')
-            git('-c', 'user.name=t', '-c', 'user.email=t@t', 'commit', '-qm', 'p', cwd=old / 'linux')
-            for tree in ('labs/01-x/src', 'labs/01-x/trees/skeleton/src'):
-                git('worktree', 'add', '-q', '--detach', str(old / tree), 'pristine', cwd=old / 'linux')
-            new.parent.mkdir()
-            subprocess.run(['cp', '-a', str(old), str(new)], check=True)
-            trees = bundle.relink_worktrees({'build': str(old), 'paths': ['linux', 'labs/01-x/src']}, new)
-            self.assertEqual(trees, ['labs/01-x/src'])
-            self.assertEqual(Path(git('rev-parse', '--git-common-dir', cwd=new / 'labs/01-x/src')).resolve(),
-                             (new / 'linux' / '.git').resolve())
-            self.assertEqual(Path(git('rev-parse', '--git-common-dir', cwd=old / 'labs/01-x/src')).resolve(),
-                             (old / 'linux' / '.git').resolve())
-            self.assertIn(str(old / 'labs/01-x/trees/skeleton/src'), git('worktree', 'list', cwd=old / 'linux'))
-            listed = git('worktree', 'list', cwd=new / 'linux')
-            self.assertIn(str(new / 'labs/01-x/src'), listed)
-            self.assertNotIn(str(old), listed)
+    # --- the packages
 
-    def test_not_a_bundle_and_a_used_build(self):
-        with tempfile.TemporaryDirectory() as d:
-            d = Path(d)
-            junk = write(d / 'junk.tar', 'not a tar')
-            with self.assertRaises(labs.LabError):
-                bundle.read_manifest(junk)
-            (d / 'm').mkdir()
-            (d / 'm' / 'manifest.json').write_text(json.dumps(self.manifest()))
-            subprocess.run(['tar', '-cf', str(d / 'b.tar'), '-C', str(d / 'm'), 'manifest.json'], check=True)
-            (d / 'build' / 'linux').mkdir(parents=True)
-            out = io.StringIO()
-            with mock.patch.dict(os.environ, {'BUILD': str(d / 'build')}), redirect_stdout(out):
-                self.assertFalse(bundle.use(d / 'b.tar'))
-            self.assertIn('holds kernel trees already', out.getvalue())
+    def test_a_tampered_deb_is_refused_by_apt(self):
+        """The bundle's archive as apt reads it (kit/bundle.py's sources
+        line and options), made of this machine's signed Debian indexes:
+        apt-get update checks InRelease against the Debian keyring and
+        Packages against InRelease; apt-get download (what apt-get install
+        fetches first, without root or dpkg) checks each .deb against
+        Packages. A .deb with one byte changed is refused; so are a
+        changed InRelease and a changed Packages. No root side effect:
+        every folder apt writes is the test's."""
+        arch = bundle.machine()['arch']
+        if not (shutil.which('apt-get') and bundle.KEYRING.is_file() and Path(bundle.APT_HELPER).exists()):
+            self.skipTest('no apt, apt-helper or Debian keyring here')
+        suites = sorted(bundle.debian_suites(arch), key=lambda s: s[2].stat().st_size)
+        if not suites:
+            self.skipTest(f'no signed Debian index in {bundle.LISTS}')
+        suite, inrelease, listed = suites[0]
+        data = subprocess.run([bundle.APT_HELPER, 'cat-file', str(listed)], capture_output=True, check=True).stdout
+        # A package whose genuine .deb this machine keeps, if any: apt
+        # must take that one, and refuse it with one byte changed.
+        cache, genuine = Path('/var/cache/apt/archives'), None
+        stanzas = data.decode(errors='replace').split('\n\n')
+        for stanza in stanzas:
+            f = re.search(r'^Filename: (\S+)$', stanza, re.M)
+            if f and (cache / Path(f.group(1)).name).is_file():
+                h = re.search(r'^SHA256: (\S+)$', stanza, re.M).group(1)
+                if bundle.file_digest(cache / Path(f.group(1)).name) == h:
+                    genuine = (cache / Path(f.group(1)).name).read_bytes()
+                    break
+        else:
+            stanza = stanzas[0]
+        name = re.search(r'^Package: (\S+)$', stanza, re.M).group(1)
+        filename = re.search(r'^Filename: (\S+)$', stanza, re.M).group(1)
+        size = int(re.search(r'^Size: (\d+)$', stanza, re.M).group(1))
+
+        def archive(tamper=None):
+            root = self.d / f'archive-{tamper}'
+            where = root / 'dists' / suite / 'main' / f'binary-{arch}'
+            where.mkdir(parents=True)
+            release, packages = inrelease.read_bytes(), data
+            if tamper == 'InRelease':
+                release = release.replace(b'Codename:', b'Codename: ', 1)
+            if tamper == 'Packages':
+                packages = packages.replace(b'Package:', b'Package: ', 1)
+            (root / 'dists' / suite / 'InRelease').write_bytes(release)
+            (where / 'Packages').write_bytes(packages)
+            deb = root / filename
+            deb.parent.mkdir(parents=True)
+            if genuine and tamper is None:
+                deb.write_bytes(genuine)
+            elif genuine:
+                deb.write_bytes(genuine[:size // 2] + bytes([genuine[size // 2] ^ 1]) + genuine[size // 2 + 1:])
+            else:
+                deb.write_bytes(b'!' + bytes(size - 1))     # not the .deb its index names
+            work = self.d / f'apt-{tamper}'
+            for d in ('lists/partial', 'archives/partial', 'dl'):
+                (work / d).mkdir(parents=True)
+            sources = work / 'bundle.list'
+            sources.write_text(bundle.archive_sources(root, [suite], arch))
+            self.assertNotIn('trusted=yes', read(sources))
+            return ['apt-get', *bundle.apt_options(work, sources)], work
+
+        def run(cmd, cwd):
+            return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
+        for tamper, said in (('InRelease', 'not signed'), ('Packages', 'Hash Sum mismatch')):
+            apt, work = archive(tamper)
+            p = run([*apt, 'update'], work)
+            with self.subTest(tamper=tamper):
+                self.assertNotEqual(p.returncode, 0, p.stdout + p.stderr)
+                self.assertIn(said, p.stdout + p.stderr)
+        if genuine:
+            apt, work = archive(None)
+            self.assertEqual(run([*apt, 'update'], work).returncode, 0)
+            p = run([*apt, 'download', name], work / 'dl')
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            self.assertEqual(len(list((work / 'dl').iterdir())), 1)
+        apt, work = archive('deb')
+        p = run([*apt, 'update'], work)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        p = run([*apt, 'download', name], work / 'dl')
+        self.assertNotEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertIn('Hash Sum mismatch', p.stdout + p.stderr)
+        # apt keeps what it refused as NAME.deb.FAILED, never as a .deb.
+        self.assertEqual([f.name for f in (work / 'dl').iterdir() if f.name.endswith('.deb')], [])
 
 
 class UpstreamSelftests(unittest.TestCase):
@@ -1528,3 +1950,21 @@ class Cli(unittest.TestCase):
             with self.subTest(want=want):
                 self.assertEqual(self.main(['resolve', want])[2], '01-anon-inode\n')
         self.assertEqual(self.main(['resolve', '01-'])[0], 1)
+
+
+class ExercisesVerb(MadeUpKit):
+    """make exercises: a lab with kernel TODOs renders them against its
+    prepared tree, whatever prepare() returns."""
+
+    def test_the_tree_is_the_labs_src(self):
+        from kit import cli
+        with mock.patch.object(cli.trees.Tree, 'prepare', return_value=object()) as prepared, \
+                mock.patch.object(cli.exercises, 'sync') as synced:
+            self.assertEqual(cli.exercises_verb(self.two), 0)
+        prepared.assert_called_once()
+        self.assertEqual(synced.call_args.args[2], str(self.two.src()))
+        with mock.patch.object(cli.trees.Tree, 'prepare') as prepared, \
+                mock.patch.object(cli.exercises, 'sync') as synced:
+            cli.exercises_verb(self.one)
+        prepared.assert_not_called()
+        self.assertIsNone(synced.call_args.args[2])
