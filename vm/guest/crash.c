@@ -277,7 +277,7 @@ static void lab_crash_handler(int sig, siginfo_t *si, void *ctx)
 			put_hex(&h, pc);
 			put(&h, "; make report LAB=");
 			put(&h, lab_crash_lab);
-			put(&h, " in another terminal names your file and line\n");
+			put(&h, " names the line\n");
 			(void)!write(2, h.buf, h.len);
 		}
 	} else {
