@@ -656,7 +656,8 @@ class Bundle(unittest.TestCase):
                                  ('gcc', '11.0-1', 'built with gcc 11.0-1'),
                                  ('format', 99, 'format 99'),
                                  ('paths', ['../etc'], 'no list of paths inside build/'),
-                                 ('suites', ['bookworm main'], 'nothing readable of its packages')):
+                                 ('suites', ['bookworm main'], 'nothing readable of its packages'),
+                                 ('commit', 'abc\nkit: all is well', 'a control character in commit')):
             m = self.manifest()
             m[key] = value
             with self.subTest(key=key):
@@ -769,6 +770,10 @@ class Bundle(unittest.TestCase):
                  'the hard link linux/h => ../outside'),
                 ([i('linux', tarfile.DIRTYPE), i('linux/h', tarfile.LNKTYPE, linkname='/etc/shadow')],
                  'the hard link linux/h => /etc/shadow'),
+                # A hard link to a symlink is that symlink, read from its own folder.
+                ([i('linux', tarfile.DIRTYPE), i('linux/a', tarfile.DIRTYPE), i('linux/a/b', tarfile.DIRTYPE),
+                  i('linux/a/b/s', tarfile.SYMTYPE, linkname='../../x'),
+                  i('linux/h', tarfile.LNKTYPE, linkname='linux/a/b/s')], 'the symlink linux/h -> ../../x leaves build/'),
                 ([i('linux', tarfile.DIRTYPE), i('linux/null', tarfile.CHRTYPE)], 'linux/null is a device file'),
                 ([i('linux', tarfile.DIRTYPE), i('linux/sda', tarfile.BLKTYPE)], 'linux/sda is a device file'),
                 ([i('linux', tarfile.DIRTYPE), i('linux/p', tarfile.FIFOTYPE)], 'linux/p is a fifo'),
@@ -777,6 +782,8 @@ class Bundle(unittest.TestCase):
                   i('linux/l', tarfile.SYMTYPE, linkname='sub'), i('linux/l/x', data=b'x')],
                  'linux/l/x would be written through the symlink linux/l'),
                 ([i('labs', tarfile.DIRTYPE)], 'labs is not under the paths its manifest lists'),
+                ([i('linux', tarfile.DIRTYPE), i('linux/a\nkit: fine', tarfile.FIFOTYPE)], 'linux/a\\nkit: fine is a fifo'),
+                ([i('linux', tarfile.DIRTYPE), i('linux/a', data=b'x')], 'its linux holds no git repository'),
                 ([i('linux', tarfile.DIRTYPE), i('linux/a', data=b'1'), i('linux/a', data=b'2')],
                  'linux/a is in it twice'),
                 # Each link stays inside; followed one after the other they leave.
