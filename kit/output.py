@@ -82,22 +82,12 @@ def redirected(stdout=None, stderr=None):
 @contextmanager
 def teed(path):
     """Everything this process and its children write to stdout and stderr
-    also goes to the file path."""
-    sys.stdout.flush()
-    sys.stderr.flush()
+    also goes to the file path: redirected() into a tee."""
     tee = subprocess.Popen(['tee', str(path)], stdin=subprocess.PIPE)
-    saved = os.dup(1), os.dup(2)
-    os.dup2(tee.stdin.fileno(), 1)
-    os.dup2(tee.stdin.fileno(), 2)
     try:
-        yield
+        with redirected(tee.stdin, tee.stdin):
+            yield
     finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os.dup2(saved[0], 1)
-        os.dup2(saved[1], 2)
-        for fd in saved:
-            os.close(fd)
         tee.stdin.close()
         tee.wait()
 
