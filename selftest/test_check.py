@@ -87,14 +87,16 @@ class TapSummary(unittest.TestCase):
         ])
 
     def test_summary_fails_on_failures_and_on_nothing(self):
-        self.assertEqual(tap.summary([f'x={self.log}']), 1)
-        empty = os.path.join(self.dir.name, 'empty.log')
-        write(empty, 'LAB-BOOT-OK\n')
-        self.assertEqual(tap.summary([f'x={empty}']), 1)
-        good = os.path.join(self.dir.name, 'good.tap')
-        write(good, 'TAP version 13\nok 1 fine\n1..1\n')
-        self.assertEqual(tap.summary([f'x={good}']), 0)
-        self.assertEqual(tap.summary([f'x={self.dir.name}/missing.log']), 1)
+        with contextlib.redirect_stdout(io.StringIO()) as said:
+            self.assertEqual(tap.summary([f'x={self.log}']), 1)
+            empty = os.path.join(self.dir.name, 'empty.log')
+            write(empty, 'LAB-BOOT-OK\n')
+            self.assertEqual(tap.summary([f'x={empty}']), 1)
+            good = os.path.join(self.dir.name, 'good.tap')
+            write(good, 'TAP version 13\nok 1 fine\n1..1\n')
+            self.assertEqual(tap.summary([f'x={good}']), 0)
+            self.assertEqual(tap.summary([f'x={self.dir.name}/missing.log']), 1)
+        self.assertIn('4 passed, 4 failed, 1 skipped', said.getvalue())
 
     def test_skeleton_wants_every_lab_test_to_fail(self):
         out = os.path.join(self.dir.name, 'skel.tap')
