@@ -8,14 +8,18 @@
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <sched.h>
+#include <stdint.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <sys/vfs.h>
+#include <sys/wait.h>
 #include <linux/magic.h>
 #include <linux/nsfs.h>
+#include <linux/sched.h>
 
 #include "kselftest_harness.h"
 #include "lab.h"
@@ -132,10 +136,13 @@ TEST_F(nschild, nstype_and_owner)
 	EXPECT_EQ(ns_type_of(uts), CLONE_NEWUTS);
 	EXPECT_EQ(ns_type_of(user), CLONE_NEWUSER);
 	EXPECT_EQ(ioctl(uts, NS_GET_NSTYPE), CLONE_NEWUTS);
-	ASSERT_EQ(ns_owner_uid(user, &uid), 0);
-	EXPECT_EQ(uid, getuid());
+	EXPECT_EQ(ns_type_of(uts), CLONE_NEWUTS) TH_LOG("TODO 2: NS_GET_NSTYPE");
+	ASSERT_EQ(ns_owner_uid(user, &uid), 0) TH_LOG("TODO 4: NS_GET_OWNER_UID");
+	EXPECT_EQ(uid, getuid())
+		TH_LOG("TODO 4: the ioctl writes the uid through its argument, a uid_t *: "
+		       "pass @uid itself, not its address");
 	/* Only user namespaces have an owner uid. */
-	EXPECT_EQ(ns_owner_uid(uts, &uid), -EINVAL);
+	EXPECT_EQ(ns_owner_uid(uts, &uid), -EINVAL) TH_LOG("TODO 4: a negative errno");
 	close(uts);
 	close(user);
 }
@@ -198,11 +205,141 @@ TEST_F(nschild, setns_takes_a_pidfd_or_a_namespace_file)
 
 	ASSERT_GE(uts, 0);
 	/* The child's user namespace owns its UTS namespace: we are its parent's root. */
-	ASSERT_EQ(hostname_after_join(self->pidfd, name, sizeof(name)), 0);
+	ASSERT_EQ(hostname_after_join(self->pidfd, name, sizeof(name)), 0)
+		TH_LOG("TODO 5: setns() of a pidfd needs the types to join, CLONE_NEWUTS: "
+		       "0, \"any type\", is for a namespace file only");
 	EXPECT_STREQ(name, "lab03-child");
-	ASSERT_EQ(hostname_after_join(uts, name, sizeof(name)), 0);
+	ASSERT_EQ(hostname_after_join(uts, name, sizeof(name)), 0) TH_LOG("TODO 5: setns()");
 	EXPECT_STREQ(name, "lab03-child");
 	close(uts);
+}
+
+/*
+ * Each exercise function returns a negative errno on failure (ns_facts.h):
+ * -1 is -EPERM, a wrong answer that reads as "not allowed". Every call
+ * below fails, each for a reason of its own, and must say which.
+ */
+TEST_F(nschild, ns_ino_of_says_why_it_failed)
+{
+	ino_t ino = 42;
+
+	/* No such namespace type: /proc/PID/ns has no such file. */
+	EXPECT_EQ(ns_ino_of(self->pid, "nosuch", &ino), -ENOENT)
+		TH_LOG("TODO 1: stat()'s failure is -errno, not -1");
+	/* No such process: there is no /proc/-5. */
+	EXPECT_EQ(ns_ino_of(-5, "uts", &ino), -ENOENT)
+		TH_LOG("TODO 1: stat()'s failure is -errno, not -1");
+	EXPECT_EQ(ino, 42) TH_LOG("TODO 1: *ino is written only on success");
+}
+
+TEST_F(nschild, ns_type_of_says_why_it_failed)
+{
+	int efd = eventfd(0, EFD_CLOEXEC);
+
+	ASSERT_GE(efd, 0);
+	/* A pidfd is no namespace file: 6.1's pidfd has no ioctl() at all. */
+	EXPECT_EQ(ns_type_of(self->pidfd), -ENOTTY)
+		TH_LOG("TODO 2: the ioctl's failure is -errno, not -1");
+	EXPECT_EQ(ns_type_of(efd), -ENOTTY)
+		TH_LOG("TODO 2: the ioctl's failure is -errno, not -1");
+	close(efd);
+}
+
+TEST_F(nschild, ns_related_ino_says_why_it_failed)
+{
+	int uts = open_ns(self->pid, "uts");
+	ino_t ino = 42;
+	int lowest;
+
+	ASSERT_GE(uts, 0);
+	lowest = dup(0);
+	ASSERT_GE(lowest, 0);
+	close(lowest);
+	/*
+	 * Only pid and user namespaces have a parent: EINVAL. (The initial
+	 * user namespace's EPERM, which related_namespaces_are_stashed_too
+	 * checks, is also what -1 reads as.)
+	 */
+	EXPECT_EQ(ns_related_ino(uts, NS_GET_PARENT, &ino), -EINVAL)
+		TH_LOG("TODO 3: the ioctl's failure is -errno, not -1");
+	/* Not a namespace file at all. */
+	EXPECT_EQ(ns_related_ino(self->pidfd, NS_GET_USERNS, &ino), -ENOTTY)
+		TH_LOG("TODO 3: the ioctl's failure is -errno, not -1");
+	EXPECT_EQ(ino, 42) TH_LOG("TODO 3: *ino is written only on success");
+	/* And a success leaves no descriptor behind. */
+	EXPECT_EQ(ns_related_ino(uts, NS_GET_USERNS, &ino), 0) TH_LOG("TODO 3: NS_GET_USERNS");
+	EXPECT_EQ(dup(0), lowest) TH_LOG("TODO 3: close the namespace fd the ioctl returned");
+	close(lowest);
+	close(uts);
+}
+
+TEST_F(nschild, join_uts_says_why_it_failed)
+{
+	int user = open_ns(self->pid, "user"), efd = eventfd(0, EFD_CLOEXEC);
+	char name[65] = "";
+
+	ASSERT_GE(user, 0);
+	ASSERT_GE(efd, 0);
+	/* A user namespace file is not a UTS one; an eventfd is neither. */
+	EXPECT_EQ(join_uts(user), -EINVAL)
+		TH_LOG("TODO 5: setns()'s failure is -errno, not -1");
+	EXPECT_EQ(join_uts(efd), -EINVAL)
+		TH_LOG("TODO 5: setns()'s failure is -errno, not -1");
+	/* Nothing was joined. */
+	ASSERT_EQ(gethostname(name, sizeof(name) - 1), 0);
+	EXPECT_STRNE(name, "lab03-child");
+	close(user);
+	close(efd);
+}
+
+/*
+ * pidfs numbers its inodes from a counter of struct pids (pid->ino), not
+ * by PID: a PID is reused, a struct pid never is. A new process that
+ * gets a reaped one's very PID (clone3() with set_tid, as root) gets a
+ * new inode number, and a pidfd still open on the first keeps its own.
+ */
+static pid_t clone3_with_pid(pid_t want, int *pidfd)
+{
+	struct clone_args args = {
+		.flags = CLONE_PIDFD,
+		.pidfd = (uintptr_t)pidfd,
+		.exit_signal = SIGCHLD,
+		.set_tid = want ? (uintptr_t)&want : 0,
+		.set_tid_size = want ? 1 : 0,
+	};
+	pid_t pid = syscall(SYS_clone3, &args, sizeof(args));
+
+	if (pid == 0)
+		_exit(0);
+	return pid;
+}
+
+TEST(pidfs_inode_numbers_are_not_pids)
+{
+	int first = -1, second = -1;
+	struct stat a, b;
+	siginfo_t info;
+	pid_t pid, again;
+
+	pid = clone3_with_pid(0, &first);
+	ASSERT_GT(pid, 0);
+	ASSERT_GE(first, 0);
+	ASSERT_EQ(waitid(P_PIDFD, first, &info, WEXITED), 0);
+	ASSERT_EQ(fstat(first, &a), 0);
+	/* The PID is free again: take it. */
+	again = clone3_with_pid(pid, &second);
+	ASSERT_EQ(again, pid) TH_LOG("clone3() set_tid %d: %s", pid, strerror(errno));
+	ASSERT_GE(second, 0);
+	ASSERT_EQ(waitid(P_PIDFD, second, &info, WEXITED), 0);
+	ASSERT_EQ(fstat(second, &b), 0);
+	EXPECT_EQ(a.st_mode, S_IFREG | 0444) TH_LOG("TODO 8: a 0444 regular file");
+	EXPECT_NE(a.st_ino, b.st_ino)
+		TH_LOG("TODO 8: one PID, two processes, one inode number %lu: number the "
+		       "inode with pid->ino, which no other struct pid ever has, not the PID",
+		       (unsigned long)a.st_ino);
+	EXPECT_GT(b.st_ino, a.st_ino) TH_LOG("TODO 8: pid->ino only grows");
+	close(first);
+	close(second);
 }
 
 /*

@@ -62,6 +62,16 @@ static int same_process(int pidfd, pid_t pid)
 	return same;
 }
 
+/* The lowest descriptor number that is free: where the next fd lands. */
+static int lowest_free_fd(void)
+{
+	int fd = dup(0);
+
+	if (fd >= 0)
+		close(fd);
+	return fd;
+}
+
 TEST_F(client, so_peerpidfd_names_the_client)
 {
 	socklen_t len = sizeof(int);
@@ -133,26 +143,77 @@ TEST_F(client, robust_broker)
 }
 
 /*
- * Make getsockopt(..., SO_PEERPIDFD, ...) fail with ENOPROTOOPT in this
- * process, as on a kernel without the option. (x86_64 only: the filter
- * does not check the architecture.)
+ * Make getsockopt(SOL_SOCKET, @opts[i], ...) fail with @errs[i] in this
+ * process and its children, for up to four options: ENOPROTOOPT as on a
+ * kernel without the option, EACCES as from a security module that
+ * refuses it. Every other call goes through; a filter cannot be removed,
+ * so each test installs it in a tester process of its own. (x86_64 only:
+ * the filter does not check the architecture.)
  */
-static int pretend_old_kernel(void)
+static int fail_getsockopt(const int *opts, const int *errs, int n)
 {
-	struct sock_filter f[] = {
+	/* Jump offsets count from the next instruction; "allow" is the last. */
+	int i, len = 5, allow = 5 + 2 * n;
+	struct sock_filter f[5 + 2 * 4 + 1] = {
 		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_getsockopt, 0, 3),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_getsockopt, 0, allow - 2),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[1])),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SOL_SOCKET, 0, allow - 4),
 		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[2])),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SO_PEERPIDFD, 0, 1),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOPROTOOPT),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 	};
-	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
+	struct sock_fprog prog = { .filter = f };
+
+	if (n < 1 || n > 4)
+		return -1;
+	for (i = 0; i < n; i++) {
+		__u32 ret = SECCOMP_RET_ERRNO | (errs[i] & SECCOMP_RET_DATA);
+
+		f[len++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, opts[i], 0, 1);
+		f[len++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, ret);
+	}
+	f[len++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+	prog.len = len;
 
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
 		return -1;
 	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
 }
+
+/* SO_PEERPIDFD fails with ENOPROTOOPT, as on a kernel without it. */
+static int pretend_old_kernel(void)
+{
+	static const int opts[] = { SO_PEERPIDFD }, errs[] = { ENOPROTOOPT };
+
+	return fail_getsockopt(opts, errs, 1);
+}
+
+/*
+ * What a tester's exit status says, for the log. Each tester exits with
+ * the number of the first step that went wrong; the text says which TODO
+ * to look at.
+ */
+static const char *step_says(const char *const *says, size_t n, int status)
+{
+	if (!WIFEXITED(status))
+		return "the tester was killed by a signal";
+	if ((size_t)WEXITSTATUS(status) >= n || !says[WEXITSTATUS(status)])
+		return "an unknown step";
+	return says[WEXITSTATUS(status)];
+}
+
+#define STEP_SAYS(says, status) step_says(says, ARRAY_SIZE(says), status)
+
+static const char *const older_kernel_says[] = {
+	[0] = "ok",
+	[10] = "no seccomp filter (the kit's kernel has SECCOMP_FILTER)",
+	[11] = "the filter did not make SO_PEERPIDFD fail with ENOPROTOOPT",
+	[12] = "peer_pidfd() did not return -EACCES on the kernel before the fix",
+	[13] = "TODO 1 or 2: peer_pidfd() has no pidfd of the client on a kernel without "
+	       "SO_PEERPIDFD: TODO 1 must leave ENOPROTOOPT to TODO 2, which opens the "
+	       "SO_PEERCRED pid with pidfd_open()",
+	[14] = "TODO 3 or 2: the strict broker did not go on with a pidfd: ENOPROTOOPT "
+	       "only means an older kernel",
+};
 
 /* peer_pidfd() on a kernel without SO_PEERPIDFD: SO_PEERCRED + pidfd_open(). */
 TEST_F(client, older_kernel_fallback)
@@ -184,8 +245,118 @@ TEST_F(client, older_kernel_fallback)
 	}
 	ASSERT_EQ(waitpid(tester, &status, 0), tester);
 	ASSERT_TRUE(WIFEXITED(status));
-	/* 10: no seccomp; 11: filter ineffective; 12-14: peer_pidfd() or broker wrong */
-	EXPECT_EQ(WEXITSTATUS(status), 0);
+	EXPECT_EQ(WEXITSTATUS(status), 0) TH_LOG("%s", STEP_SAYS(older_kernel_says, status));
+}
+
+static const char *const peercred_fails_says[] = {
+	[0] = "ok",
+	[10] = "no seccomp filter (the kit's kernel has SECCOMP_FILTER)",
+	[11] = "the filter did not make SO_PEERCRED fail with EACCES",
+	[12] = "TODO 2: SO_PEERCRED failed, and peer_pidfd() did not return its error "
+	       "(-EACCES): check getsockopt()'s return value before using the pid, which "
+	       "is whatever the stack held",
+	[13] = "TODO 2: peer_pidfd() left a descriptor behind when SO_PEERCRED failed",
+};
+
+/*
+ * TODO 2's fallback when SO_PEERCRED fails too: a kernel without
+ * SO_PEERPIDFD, and a sandbox that refuses SO_PEERCRED. The struct ucred
+ * is then never written, and a pid_t read from it is whatever the stack
+ * held: peer_pidfd() must return the error instead, and open nothing.
+ */
+TEST_F(client, older_kernel_fallback_when_peercred_fails)
+{
+	pid_t tester = fork();
+	int status;
+
+	ASSERT_GE(tester, 0);
+	if (tester == 0) {
+		static const int opts[] = { SO_PEERPIDFD, SO_PEERCRED };
+		static const int errs[] = { ENOPROTOOPT, EACCES };
+		struct ucred cred;
+		socklen_t len = sizeof(cred);
+		int lowest, fd;
+
+		if (fail_getsockopt(opts, errs, 2))
+			_exit(10);
+		if (getsockopt(self->sock, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 ||
+		    errno != EACCES)
+			_exit(11);
+		lowest = lowest_free_fd();
+		/* No EACCES left over from the line above for the exercise to find. */
+		errno = 0;
+		fd = peer_pidfd(self->sock);
+		if (fd != -EACCES)
+			_exit(12);
+		_exit(lowest_free_fd() == lowest ? 0 : 13);
+	}
+	ASSERT_EQ(waitpid(tester, &status, 0), tester);
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(WEXITSTATUS(status), 0) TH_LOG("%s", STEP_SAYS(peercred_fails_says, status));
+}
+
+static const char *const refused_says[] = {
+	[0] = "ok",
+	[10] = "no seccomp filter (the kit's kernel has SECCOMP_FILTER)",
+	[11] = "the filter did not make SO_PEERPIDFD fail with EACCES",
+	[12] = "TODO 1: peer_pidfd() must return SO_PEERPIDFD's error as it is (-EACCES); "
+	       "only ENOPROTOOPT goes on to TODO 2's fallback",
+	[13] = "the strict broker did not refuse the client with -EACCES, as dbus-broker "
+	       "did (TODO 3: only the robust broker, strict == 0, goes on)",
+	[14] = "the strict broker did not fill in the peer's pid, with no pidfd",
+	[15] = "TODO 3: the robust broker refused the client: it must go on with the PID "
+	       "whatever the error, EACCES from a security module included (dbus-broker's "
+	       "2024 bug: only ENOPROTOOPT, ENODATA and EINVAL were let through)",
+	[16] = "TODO 3: the robust broker went on, but peer.pid or peer.uid is not the "
+	       "client's (SO_PEERCRED)",
+	[17] = "TODO 3: the robust broker went on by PID, but peer.pidfd is not -1",
+	[18] = "TODO 3: the robust broker went on by PID, but peer.pidfd_err is not EACCES",
+};
+
+/*
+ * The lab's point, on the kernel make check boots: a security module
+ * refuses SO_PEERPIDFD with EACCES, as SELinux did before the fix (the
+ * filter stands in for it; variants/repro.series has the real thing).
+ * The strict broker refuses the client, as dbus-broker did; the robust
+ * one (TODO 3) serves it by PID and says why it has no pidfd.
+ */
+TEST_F(client, refused_pidfd_robust_broker_goes_on)
+{
+	pid_t tester = fork(), client = self->pid;
+	int status;
+
+	ASSERT_GE(tester, 0);
+	if (tester == 0) {
+		static const int opts[] = { SO_PEERPIDFD }, errs[] = { EACCES };
+		socklen_t len = sizeof(int);
+		struct peer peer;
+		int fd = -1;
+
+		if (fail_getsockopt(opts, errs, 1))
+			_exit(10);
+		if (getsockopt(self->sock, SOL_SOCKET, SO_PEERPIDFD, &fd, &len) == 0 ||
+		    errno != EACCES)
+			_exit(11);
+		errno = 0;
+		if (peer_pidfd(self->sock) != -EACCES)
+			_exit(12);
+		memset(&peer, 0, sizeof(peer));
+		if (authenticate_peer(self->sock, 1, &peer) != -EACCES)
+			_exit(13);
+		if (peer.pid != client || peer.pidfd != -1)
+			_exit(14);
+		memset(&peer, 0, sizeof(peer));
+		if (authenticate_peer(self->sock, 0, &peer) != 0)
+			_exit(15);
+		if (peer.pid != client || peer.uid != getuid())
+			_exit(16);
+		if (peer.pidfd != -1)
+			_exit(17);
+		_exit(peer.pidfd_err == EACCES ? 0 : 18);
+	}
+	ASSERT_EQ(waitpid(tester, &status, 0), tester);
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(WEXITSTATUS(status), 0) TH_LOG("%s", STEP_SAYS(refused_says, status));
 }
 
 /*
@@ -304,16 +475,6 @@ TEST_F(client, cgroup_getsockopt_hook_cannot_fail_it)
 	EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
-/* The lowest descriptor number that is free: where the next fd lands. */
-static int lowest_free_fd(void)
-{
-	int fd = dup(0);
-
-	if (fd >= 0)
-		close(fd);
-	return fd;
-}
-
 /*
  * SO_PEERPIDFD reserves a descriptor, copies its number and the length
  * out, and installs the pidfd only then. A copy that faults must give
@@ -366,6 +527,39 @@ TEST_F(client, faulting_copy_leaves_no_descriptor)
 	close(fd);
 }
 
+/*
+ * pidfd_target() opens /proc/self/fdinfo/N for every pidfd it is asked
+ * about: a broker calls it for each client, so a FILE it forgets to
+ * close, on any path, is a descriptor lost per client.
+ */
+TEST_F(client, pidfd_target_leaves_no_descriptor)
+{
+	int fd = sys_pidfd_open(self->pid, 0), pipefd[2], lowest, i;
+
+	ASSERT_EQ(pipe2(pipefd, O_CLOEXEC), 0);
+	/* Before the fix, SELinux refuses the pidfd: only the pipe is asked about. */
+	if (self->expect == PIDFD_DENIED) {
+		ASSERT_EQ(fd, -1);
+	} else {
+		ASSERT_GE(fd, 0);
+	}
+	lowest = lowest_free_fd();
+	ASSERT_GE(lowest, 0);
+	for (i = 0; i < 3 && fd >= 0; i++)
+		EXPECT_EQ(pidfd_target(fd), self->pid)
+			TH_LOG("TODO 4: the \"Pid:\" line of fdinfo names the client");
+	/* A pipe's fdinfo has no "Pid:" line. */
+	EXPECT_EQ(pidfd_target(pipefd[0]), -ENOENT)
+		TH_LOG("TODO 4: no \"Pid:\" line: -ENOENT, as the code around the TODO says");
+	EXPECT_EQ(lowest_free_fd(), lowest)
+		TH_LOG("TODO 4: pidfd_target() left a descriptor open: fclose() what it "
+		       "fopen()s, whether the line was found or not");
+	close(pipefd[0]);
+	close(pipefd[1]);
+	if (fd >= 0)
+		close(fd);
+}
+
 /* A peer that is gone: EINVAL, which even the strict broker accepts. */
 TEST_F(client, peer_gone)
 {
@@ -379,7 +573,8 @@ TEST_F(client, peer_gone)
 	EXPECT_EQ(errno, EINVAL);
 	/* No errno left over from the line above for the exercise to find. */
 	errno = 0;
-	EXPECT_EQ(peer_pidfd(self->sock), -EINVAL);
+	EXPECT_EQ(peer_pidfd(self->sock), -EINVAL)
+		TH_LOG("TODO 1: peer_pidfd() returns SO_PEERPIDFD's error as a negative errno");
 	errno = 0;
 	EXPECT_EQ(authenticate_peer(self->sock, 1, &peer), 0);
 	EXPECT_EQ(peer.pidfd, -1);
@@ -396,7 +591,8 @@ TEST(no_peer_no_pidfd)
 	EXPECT_EQ(getsockopt(s, SOL_SOCKET, SO_PEERPIDFD, &fd, &len), -1);
 	EXPECT_EQ(errno, ENODATA);
 	errno = 0;
-	EXPECT_EQ(peer_pidfd(s), -ENODATA);
+	EXPECT_EQ(peer_pidfd(s), -ENODATA)
+		TH_LOG("TODO 1: peer_pidfd() returns SO_PEERPIDFD's error as a negative errno");
 	close(s);
 }
 
