@@ -318,8 +318,8 @@ def make(out=None, debs=True):
     digest = write_bundle(build, paths, manifest, out, archive)
     note('SIZE', f'{out.stat().st_size / 1e9:.2f} GB ({"with" if debs else "without"} packages), '
          f'in {time.monotonic() - start:.0f} s')
-    note('SHA256', f'{digest}: announce it (also in {out.name}.sha256); attendees give it as '
-         f'BUNDLE_SHA256={digest}')
+    note('SHA256', f'{digest} (also in {out.name}.sha256)')
+    note('ANNOUNCE', 'this digest to the room (attendees: BUNDLE_SHA256=...)')
     print(out)
     return out
 
