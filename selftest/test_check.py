@@ -112,7 +112,8 @@ class TapSummary(unittest.TestCase):
         tap.must_fail(self.log, out, 'm', 'bad', ['two', 'one', 'three'])
         self.assertEqual(read(out).splitlines(), [
             'TAP version 13',
-            'ok 1 mutation m: tests/bad ran to its end, each process it left reported once',
+            'ok 1 mutation m: tests/bad ran to its end or the kernel stopped it, each process '
+            'it left reported once',
             'ok 2 mutation m: bad two fails, as it must',
             'not ok 3 mutation m: bad one passes on the bug it names',
             'not ok 4 mutation m: bad three never ran',
@@ -125,12 +126,37 @@ class TapSummary(unittest.TestCase):
               + 'LAB-TEST-LEFTOVER 643 t (state X: the kernel cannot end it)\n' * 3)
         out = os.path.join(self.dir.name, 'flood.tap')
         tap.must_fail(flood, out, 'm', 't', ['race'])
-        self.assertIn('not ok 1 mutation m: tests/t ran to its end, each process it left '
-                      'reported once (it never ended) (3 reports of 1 processes)', read(out))
+        self.assertIn('not ok 1 mutation m: tests/t ran to its end or the kernel stopped it, '
+                      'each process it left reported once (it never ended) (3 reports of 1 '
+                      'processes)', read(out))
         self.assertIn('ok 2 mutation m: t race fails', read(out))
         # The summary counts that process once.
         got = [s for _, s, _ in tap.parse(flood)]
         self.assertEqual(got.count('leftover'), 1)
+
+    def test_must_fail_counts_the_test_a_panic_stopped(self):
+        # Lab 03's winner-without-reference on a CI machine (7 December):
+        # the kernel panicked inside the race test, the host stopped the
+        # VM, and the test never printed its result.
+        head = ('LAB-TEST-BEGIN tests/t\nok 1 g.before\n#  RUN           g.race ...\n'
+                '[    1.808084] Oops: 0000 [#1] SMP\n')
+        panic = os.path.join(self.dir.name, 'panic.log')
+        write(panic, head + '[    1.828085] Kernel panic - not syncing: Fatal exception in interrupt\n')
+        out = os.path.join(self.dir.name, 'panic.tap')
+        tap.must_fail(panic, out, 'm', 't', ['race', 'before'])
+        self.assertEqual(read(out).splitlines()[1:4], [
+            'ok 1 mutation m: tests/t ran to its end or the kernel stopped it, each process it '
+            'left reported once (the kernel stopped it in race)',
+            'ok 2 mutation m: t race fails, as it must: the kernel stopped while it ran',
+            'not ok 3 mutation m: t before passes on the bug it names'])
+        # Without the panic, the same cut-off run proves nothing.
+        cut = os.path.join(self.dir.name, 'cut.log')
+        write(cut, head)
+        tap.must_fail(cut, out, 'm', 't', ['race'])
+        self.assertEqual(read(out).splitlines()[1:3], [
+            'not ok 1 mutation m: tests/t ran to its end or the kernel stopped it, each process '
+            'it left reported once (it never ended)',
+            'not ok 2 mutation m: t race never ran'])
 
 
 REPORTS = os.path.join(HERE, 'reports')
