@@ -1028,7 +1028,7 @@ class ReportCorpus(unittest.TestCase):
     tuned on are printed, and those must meet the bars too); and no title
     at all on a console without a report."""
 
-    HELD_OUT = ('syzkaller-heldout', 'syzkaller-heldout-2')
+    HELD_OUT = ('syzkaller-heldout', 'syzkaller-heldout-2', 'syzkaller-heldout-3')
 
     def measure(self, folder):
         total, found, named, same, misses = figures(folder)
