@@ -40,6 +40,7 @@ def boot(user, lab, mode, exercises_dir, tag, log=None, quiet=None):
 
 def check(user, lab):
     """make check: the attendee's exercises under the lab's tests."""
+    exercises_verb(lab)
     log = lab.build / 'check.log'
     # A kernel that does not build leaves no log: not the last run's
     # either, whose results would read as this one's.
@@ -49,12 +50,13 @@ def check(user, lab):
     if outcome == Outcome.NOT_BUILT or not log.is_file():
         print('  NO RUN   the kernel or the programs did not build: the first error above names your file')
         return 1
-    for todo, where in debug_only_todos(lab, flavour_of(user)):
-        print(f'  NOTE     TODO {todo}: its commonest mistake shows only on the {where} kernel: '
-              f'make check LAB={lab.number} DEBUG=1 checks it')
     r = Results()
     r.add(f'{lab.name} (your exercises)', log)
     rc = r.summary()
+    # After the results: a kernel report, first, must stay near the top.
+    for todo, where in debug_only_todos(lab, flavour_of(user)):
+        print(f'  NOTE     TODO {todo}: its commonest mistake shows only on the {where} kernel: '
+              f'make check LAB={lab.number} DEBUG=1 checks it')
     if rc == 0 and not user.debug:
         # make lab without LAB= moves on to the next lab (labs.current()).
         lab.check_record.parent.mkdir(parents=True, exist_ok=True)

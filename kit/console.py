@@ -92,8 +92,11 @@ class Port:
 
 
 def stop_vm(qemu):
+    # SIGKILL, not SIGTERM: a stopped VM has nothing to save (its consoles
+    # are files QEMU writes as it goes), and on SIGTERM QEMU prints
+    # "terminating on signal 15", which an attendee takes for the cause.
     if qemu.poll() is None:
-        qemu.send_signal(signal.SIGTERM)
+        qemu.send_signal(signal.SIGKILL)
         try:
             qemu.wait(5)
         except subprocess.TimeoutExpired:
@@ -103,15 +106,14 @@ def stop_vm(qemu):
 
 def say_stopped(err, log, why, hint, lines):
     print(f"vm: {why}", file=err)
-    # A kernel report is shown decoded next (verdicts.summary): its raw
-    # tail here would only push it off the screen.
+    # A kernel report is shown decoded next (verdicts.summary), where the
+    # file and line are: nothing more here, to keep it near the top.
     if any(kreport.kernel_line(line) is not None and kreport.find([line]) for line in lines):
-        hint = "the kernel's report follows in the result, decoded to file and line"
-    else:
-        print(f'--- last lines of the console ({log}) ---', file=err)
-        for line in lines[-15:]:
-            print(line, file=err)
-        print('---', file=err)
+        return
+    print(f'--- last lines of the console ({log}) ---', file=err)
+    for line in lines[-15:]:
+        print(line, file=err)
+    print('---', file=err)
     print(f'hint: {hint}', file=err)
 
 

@@ -285,7 +285,10 @@ def sync(lab_dir, state, tree=None):
         elif same(dst, new):
             continue
         elif not same(dst, issued.file(name)):
-            kept.append(name)
+            # Edits are the attendee's normal state: news only when the
+            # skeleton changed since their copy of it was issued.
+            if issued.kind(name) == SKELETON and not same(new, issued.file(name)):
+                kept.append(name)
         elif issued.kind(name) == SOLUTION:
             solutions.append(name)      # asked for with make solution: stays
         else:

@@ -57,6 +57,7 @@ class Pristine:
     """build/linux: the tarball, unpacked and committed."""
     tarball: Path = Path('/usr/src/linux-source-6.1.tar.xz')
     version: Optional[str] = None   # of the installed package; None: ask dpkg
+    said = set()                    # SOURCE lines this process printed (a ClassVar)
 
     @property
     def path(self):
@@ -112,7 +113,13 @@ class Pristine:
                     note('SOURCE', f'moving every lab tree to {now} (your exercises stay; '
                          f'KEEP_SOURCE=1 keeps {have})')
                     self.extract()
-        note('SOURCE', f'{PACKAGE} {self.extracted()}')
+        # Once a run: make check prepares two trees (the lab's and the
+        # attendee's work tree) from the one source, and an attendee's
+        # screen has room for few lines before a kernel report.
+        said = f'{PACKAGE} {self.extracted()}'
+        if said not in Pristine.said:
+            Pristine.said.add(said)
+            note('SOURCE', said)
         # The trees share their files as hard links, and a new link to a
         # file changes its ctime in every tree that holds it: with ctime in
         # its stat check git would read all 1.2 GB of each tree again at

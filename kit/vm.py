@@ -120,9 +120,9 @@ class Boot:
         # flavour's "# boot:" line set one.
         limit = run_limit(self.lab) if self.mode == 'test' and not env.get('TIMEOUT') else None
         if limit:
+            # Not said here: the RAN line gives the limit, and before a
+            # kernel report every line on an attendee's screen counts.
             env['TIMEOUT'] = str(limit[1])
-            say('LIMIT', f"{limit[1]} s: four times the reference solution's {limit[0]} s "
-                '(TIMEOUT=seconds to change)')
         if not self.kernel.build(**popen):
             return Outcome.NOT_BUILT
         exercises = Path(self.exercises).resolve()

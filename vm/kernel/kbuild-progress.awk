@@ -55,6 +55,9 @@ function show_as(line,    i, from, to, at, out, c, after) {
 # Kbuild's other steps (LD, GEN, HOSTCC, ...) and make's directory notes.
 /^  [A-Z][A-Z0-9_]* +[^ ]/ { next }
 /^make(\[[0-9]+\])?: (Entering|Leaving) directory/ { next }
+# arch/x86/boot's "Kernel: arch/x86/boot/bzImage is ready  (#6)": the kit's
+# KERNEL and TIME lines say it, and a screen before a report has few lines.
+/^Kernel: [^ ]+ is ready/ { next }
 {
 	if (tty && n)
 		printf "\n"
