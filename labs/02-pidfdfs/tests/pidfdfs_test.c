@@ -312,7 +312,7 @@ TEST_F(child, link_text_names_the_inode)
 	/* Not 0: a parse that fills only 32 of the 64 bits shows. */
 	unsigned long long ino = ~0ULL;
 	char path[64], want[64], link[64] = "";
-	int ret;
+	int ret, ends[2], uts;
 
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", self->pidfd);
 	ASSERT_GT(readlink(path, link, sizeof(link) - 1), 0);
@@ -327,6 +327,17 @@ TEST_F(child, link_text_names_the_inode)
 	/* Not a pidfd: not that kind of link. */
 	EXPECT_EQ(pidfd_link_ino(STDIN_FILENO, &ino), -EINVAL)
 		TH_LOG(LAB02_TODO(4) "a link that is not \"pidfd:[<ino>]\" is -EINVAL: check what sscanf() matched");
+	/* Other files' links hold "[<ino>]" too: only "pidfd:" is ours. */
+	ASSERT_EQ(pipe(ends), 0);
+	EXPECT_EQ(pidfd_link_ino(ends[0], &ino), -EINVAL)
+		TH_LOG(LAB02_TODO(4) "a pipe's \"pipe:[<ino>]\" is not a pidfd's link: match \"pidfd:\" too");
+	close(ends[0]);
+	close(ends[1]);
+	uts = open("/proc/self/ns/uts", O_RDONLY | O_CLOEXEC);
+	ASSERT_GE(uts, 0);
+	EXPECT_EQ(pidfd_link_ino(uts, &ino), -EINVAL)
+		TH_LOG(LAB02_TODO(4) "a namespace's \"uts:[<ino>]\" is not a pidfd's link: match \"pidfd:\" too");
+	close(uts);
 }
 
 TEST_F(child, reaped_child_keeps_its_inode)
