@@ -1298,10 +1298,14 @@ def bench(outdir, labs=None, debs=True):
     outdir.mkdir(parents=True, exist_ok=True)
     rows = []
 
+    # A goal MISSED is a figure for make bench's table, not a failure:
+    # CI runs this check too, where a slow disk made the unpack take 101 s
+    # instead of 60 (7 December), and a timed test is no test. What fails
+    # is a bundle that does not work: a kernel built, a step that failed.
     def goal(what, measured, limit, note_text, fmt='{:.0f}', failed=False):
         verdict = 'FAILED' if failed else 'met' if measured <= limit else 'MISSED'
         rows.append(goal_row(what, fmt.format(measured), '<= ' + fmt.format(limit), verdict, note_text))
-        return verdict == 'met'
+        return verdict != 'FAILED'
 
     start = time.monotonic()
     with open(outdir / 'room-bundle.log', 'w') as log, redirected(log, subprocess.STDOUT):
