@@ -37,9 +37,7 @@ reason on stderr.
 """
 import json
 import os
-import re
 import shutil
-import signal
 import socket
 import subprocess
 import tempfile
@@ -96,12 +94,8 @@ def stop_vm(qemu):
     # are files QEMU writes as it goes), and on SIGTERM QEMU prints
     # "terminating on signal 15", which an attendee takes for the cause.
     if qemu.poll() is None:
-        qemu.send_signal(signal.SIGKILL)
-        try:
-            qemu.wait(5)
-        except subprocess.TimeoutExpired:
-            qemu.kill()
-            qemu.wait()
+        qemu.kill()
+        qemu.wait()
 
 
 def say_stopped(err, log, why, hint, lines):
@@ -131,8 +125,6 @@ SILENT_AFTER_OOPS = 15.0
 # mistake) is caught that way: 30 s of silence after its oops, then the
 # test's "not ok" (selftest/reports/winner-x-state.log).
 SILENT_IN_A_TEST = 35.0
-HARNESS_RUN = re.compile(r'^#\s+RUN\s')
-HARNESS_RESULT = re.compile(r'^(?:not )?ok \d+|^#\s+(?:OK|FAIL|SKIP)\s|^LAB-TEST-')
 
 
 def vcpu_registers(path, samples=SAMPLES, wait=5.0):
@@ -244,9 +236,9 @@ def run(log, boot_timeout, timeout, echo, stop_stuck, accel, command, stdout=Non
                 oops_at = time.monotonic() - start
         user = user_port.lines(final)
         for line in user:
-            if HARNESS_RUN.match(line):
+            if tap.HARNESS_RUN.match(line):
                 in_test = True
-            elif HARNESS_RESULT.match(line):
+            elif tap.HARNESS_RESULT.match(line):
                 in_test = False
         new = kernel + user
         if new:

@@ -43,6 +43,10 @@ def fields(line):
 RESULT = re.compile(r'^\s*(not ok|ok)\b\s*\d*\s*(.*)$')
 SKIP = re.compile(r'#\s*SKIP', re.I)
 EXIT = re.compile(r'\bexit=(-?\d+)')
+# The kselftest harness's lines around one test: "#  RUN  fixture.name ..."
+# when it starts (group 1: its name), its result or the program's end.
+HARNESS_RUN = re.compile(r'^#\s+RUN\s+(?:\S+\.)?(\w+)')
+HARNESS_RESULT = re.compile(r'^(?:not )?ok \d+|^#\s+(?:OK|FAIL|SKIP)\s|^LAB-TEST-')
 
 
 def scan(lines):

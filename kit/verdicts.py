@@ -168,10 +168,6 @@ def must_fail(log, out, mutant, program, tests):
     return 0
 
 
-HARNESS_RUN = re.compile(r'^#\s+RUN\s+(?:\S+\.)?(\w+)\b')
-HARNESS_RESULT = re.compile(r'^(?:not )?ok \d+\b')
-
-
 def test_cut_off(lines, program):
     """When the kernel stopped the run (a panic, a recursive fault) inside
     tests/program: the name of the harness test that was running then, ''
@@ -186,10 +182,10 @@ def test_cut_off(lines, program):
         elif tap.is_marker(line, 'LAB_TEST_END'):
             inside = False
         elif inside and kreport.kernel_line(line) is None:
-            m = HARNESS_RUN.match(line)
+            m = tap.HARNESS_RUN.match(line)
             if m:
                 running = m.group(1)
-            elif HARNESS_RESULT.match(line):
+            elif tap.HARNESS_RESULT.match(line):
                 running = None
     return (running or '') if inside else None
 

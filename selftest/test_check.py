@@ -753,6 +753,23 @@ class Exercises(unittest.TestCase):
                 exercises.sync(lab, state)
             self.assertIn('v3', read(mine))
 
+    def test_kept_is_said_only_when_the_skeleton_moved_on(self):
+        # An edit is an attendee's normal state: make check must not say
+        # so on every run, only when a newer skeleton waits beside it.
+        with tempfile.TemporaryDirectory() as d:
+            lab, state, save, mine = self.one_file_lab(d)
+            with contextlib.redirect_stdout(io.StringIO()):
+                exercises.sync(lab, state)
+            write(mine, 'my answer\n')
+            with contextlib.redirect_stdout(io.StringIO()) as said:
+                exercises.sync(lab, state)
+            self.assertNotIn('KEPT', said.getvalue())
+            write(os.path.join(lab, 'solution', 'f.c'), SOLUTION + '/* v2 */\n')
+            with contextlib.redirect_stdout(io.StringIO()) as said:
+                exercises.sync(lab, state)
+            self.assertIn('KEPT', said.getvalue())
+            self.assertEqual(read(mine), 'my answer\n')
+
     def test_two_saves_in_one_second_keep_both(self):
         with tempfile.TemporaryDirectory() as d:
             lab, state, save, mine = self.one_file_lab(d)
