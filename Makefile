@@ -36,7 +36,8 @@ need-docs-check-deps = @vm/deps.sh check docs-check || vm/deps.sh install docs-c
 help:
 	@echo "pidfs workshop kit: labs $(LABS)"
 	@echo
-	@echo "  make lab [LAB=NN]       build lab NN (default $(LAB)) and boot it: a shell in the VM"
+	@# LAB reaches the shell through the environment, never pasted into it.
+	@echo "  make lab [LAB=NN]       build lab NN (default $$LAB) and boot it: a shell in the VM"
 	@echo "                          GDB=1 opens a gdb stub on 127.0.0.1:GDB_PORT, WAIT=1 also halts at start"
 	@echo "  make ahead              build every lab's kernel now (before the workshop): each"
 	@echo "                          later make lab LAB=NN only boots"
@@ -194,7 +195,7 @@ in-container:
 
 clean:
 	rm -rf build/labs/*/out build/labs/*/trees/*/out build/labs/*/results build/labs/*/*.cpio* build/labs/*/*.log build/accel* \
-		build/ref/out build/ref/*.cpio build/bench* docs/_build
+		build/ref/out build/ref/*.cpio build/ref-7.2/out build/ref-7.2/*.cpio build/bench* docs/_build
 
 # After reviewing a changed transcript (make test says which), take it into the book.
 transcripts:

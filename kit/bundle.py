@@ -329,12 +329,11 @@ def make(out=None, debs=True):
 
 def refused(path, why):
     """A bundle this checkout cannot use (another kit, machine, or a
-    manifest it cannot read): said in one line, and the kit goes on as it
-    would without it, packages included."""
-    print(f'kit: BUNDLE={Path(path).name} not used: {why}; the kit builds without it', file=sys.stderr)
-    if missing_packages():
-        subprocess.run([str(KIT / 'vm' / 'deps.sh'), 'install'], check=True)
-    return False
+    manifest it cannot read): one line, and a non-zero exit, nothing
+    unpacked. Building without it instead would be a silent hour of
+    compiling the room did not expect."""
+    raise LabError(f'BUNDLE={Path(path).name} not used: {why}; nothing was installed or unpacked: '
+                   'get the bundle this kit made, or run the command without BUNDLE= to build')
 
 
 def expected_digest(path, env):
@@ -545,6 +544,61 @@ def copy_members(path, members, prefix, dest):
                         raise LabError(f'{path.name} is cut short in {name}: get it again')
                     out.write(chunk)
                     left -= len(chunk)
+
+
+def member_bytes(path, m):
+    with open(path, 'rb') as f:
+        f.seek(m.offset_data)
+        return f.read(m.size)
+
+
+def verify_debs(path, members, manifest):
+    """Every .deb of the bundle checked as apt checks a mirror's, whether
+    this machine needs it or not: each suite's InRelease signed with the
+    Debian archive keyring (gpgv), its Packages index the one InRelease
+    names, and each pool file one that index names, by SHA-256. A bundle
+    with one altered package is refused before anything is unpacked."""
+    if not manifest['debs']:
+        return
+    if not KEYRING.is_file():
+        raise LabError(f'{KEYRING} is missing, and the kit checks the bundle\'s packages against it: '
+                       'apt-get install debian-archive-keyring')
+    known = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for suite in manifest['suites']:
+            dists = f'debs/dists/{suite}'
+            if not SUITE.fullmatch(str(suite)) or f'{dists}/InRelease' not in members:
+                raise LabError(f'{path.name} names a package suite it does not hold ({suite}): get it again')
+            signed = Path(tmp) / 'InRelease'
+            signed.write_bytes(member_bytes(path, members[f'{dists}/InRelease']))
+            p = subprocess.run(['gpgv', '--keyring', str(KEYRING), str(signed)], capture_output=True, text=True)
+            if p.returncode != 0:
+                raise LabError(f"{path.name}: the {suite} index is not signed by Debian's archive key "
+                               '(gpgv); nothing was installed or unpacked: get the bundle again')
+            listed = f'{dists}/main/binary-{manifest["arch"]}/Packages'
+            data = member_bytes(path, members[listed]) if listed in members else b''
+            text = signed.read_text(errors='replace')
+            if hashlib.sha256(data).hexdigest() != release_sha256(text, f'main/binary-{manifest["arch"]}/Packages'):
+                raise LabError(f"{path.name}: the {suite} package index is not the one Debian signed; nothing "
+                               'was installed or unpacked: get the bundle again')
+            for h, filename in pool_files(data.decode(errors='replace')).items():
+                known.setdefault(filename, set()).add(h)
+    for name, m in members.items():
+        if not name.startswith('debs/pool/') or m.isdir():
+            continue
+        h = hashlib.sha256()
+        with open(path, 'rb') as f:
+            f.seek(m.offset_data)
+            left = m.size
+            while left:
+                chunk = f.read(min(left, 1 << 20))
+                if not chunk:
+                    raise LabError(f'{path.name} is cut short in {name}: get it again')
+                h.update(chunk)
+                left -= len(chunk)
+        if h.hexdigest() not in known.get(name[len('debs/'):], ()):
+            raise LabError(f'{path.name}: {Path(name).name} is not the package Debian\'s signed index names; '
+                           'nothing was installed or unpacked: get the bundle again')
 
 
 def install_debs(path, members, manifest, work):
@@ -1109,8 +1163,8 @@ def use(path, env=None):
     this machine lacks from it, unpack it beside build/ and move into
     build/ what is missing there; whether the kit now has its kernels.
     LabError (one line) for a bundle that is not the announced file, is
-    cut short or holds what it must not; False, said in one line, for one
-    this checkout cannot use."""
+    cut short, holds what it must not, or is one this checkout cannot
+    use."""
     env = os.environ if env is None else env
     path = Path(path).expanduser().resolve()
     # Absolute, not resolved: Kbuild's files will name it as make does.
@@ -1144,6 +1198,7 @@ def use(path, env=None):
         stage.mkdir()
         journal = Journal()
         try:
+            verify_debs(path, members, manifest)
             install_debs(path, members, manifest, stage / 'apt')
             if all(os.path.lexists(build / rel) for rel in manifest['paths']):
                 said = f'{build} holds every tree and kernel of it already'

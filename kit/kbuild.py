@@ -24,7 +24,7 @@ import sys
 import time
 from pathlib import Path
 
-from .labs import KIT, build_dir, held, note
+from .labs import KIT, LabError, build_dir, held, note
 from .stamps import Stamp, key
 
 PROGRESS = KIT / 'vm' / 'kernel' / 'kbuild-progress.awk'
@@ -64,6 +64,22 @@ HIDDEN = ('DEBUG', 'LAB', 'MAKEFLAGS', 'MFLAGS', 'MAKEOVERRIDES', 'MAKELEVEL')
 
 class KbuildError(Exception):
     pass
+
+
+class MissingTool(LabError):
+    """A program the kernel build runs is not on PATH: not the attendee's
+    code, and not worth Kbuild's page of errors."""
+
+
+# What Kbuild runs for the kit's kernels (vm/deps.sh installs them).
+BUILD_TOOLS = ('gcc', 'make', 'flex', 'bison', 'bc', 'perl', 'ld')
+
+
+def check_tools():
+    missing = [t for t in BUILD_TOOLS if not shutil.which(t)]
+    if missing:
+        raise MissingTool(f'{", ".join(missing)}: not found on PATH, and the kernel build needs '
+                          f'{"them" if len(missing) > 1 else "it"}: make deps installs the packages')
 
 
 def make_args(src):
@@ -145,7 +161,9 @@ def configure(src, out, frags, stamp_key):
         print(text, end='')
         raise KbuildError('merge_config.sh failed (log above)')
     ignored, bad = [], False
-    for sym in re.findall(r'^Value requested for CONFIG_([A-Za-z0-9_]+) not in final \.config$', text, re.M):
+    # Newer trees' merge_config.sh (7.2's) starts the line with "WARNING: ".
+    for sym in re.findall(r'^(?:WARNING: )?Value requested for CONFIG_([A-Za-z0-9_]+) not in final \.config$',
+                          text, re.M):
         if subprocess.run(['grep', '-rqsE', '--include=Kconfig*', rf'^[[:space:]]*(menu)?config {sym}$',
                            str(src)]).returncode == 0:
             at = text.index(f'Value requested for CONFIG_{sym} ')
@@ -171,6 +189,7 @@ def build(src, out, frags, show_as=(), env=None):
     src, out = Path(src), Path(out)
     if not frags:
         raise KbuildError('no config fragments given')
+    check_tools()
     out.mkdir(parents=True, exist_ok=True)
     build = build_dir()
     env = os.environ if env is None else env

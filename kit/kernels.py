@@ -145,8 +145,14 @@ class Kernel:
                     self.seed()
                     if not kbuild.build(self.src, self.out, self.fragments(), self.shown_as()):
                         return False
+                except kbuild.MissingTool:
+                    raise
                 except (LabError, KbuildError, subprocess.CalledProcessError, OSError) as e:
-                    print(f'kit: {e}')
+                    # The log keeps it beside Kbuild's lines; the terminal
+                    # gets it on stderr, as every one-line fault of the kit.
+                    if f:
+                        f.write(f'kit: {e}\n')
+                    print(f'kit: {e}', file=sys.stderr, flush=True)
                     return False
             version = (build_dir() / 'linux' / '.git' / 'kit-source-version').read_text().strip()
             (self.out / 'source-version').write_text(f'linux-source-6.1 {version}\n')

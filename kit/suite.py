@@ -98,9 +98,16 @@ class LabSuite:
                 (False, f'build: the {self.main} kernel of {lab.name} did not build; '
                         f'its log: {rel(build_log)}')])
             return
-        log = self.add('solution.log')
+        log = self.res / 'solution.log'
         outcome = Boot(kernel, 'test', lab.solution, 'solution', log, quiet=self.quiet).run()
         say(f'    guest verdict: {Outcome(outcome).name.lower()}')
+        if outcome == Outcome.NOT_BUILT:
+            # The reference solution's programs or initramfs: no boot, no
+            # console to read, and every later check would boot them too.
+            self.results.write_tap(f'{lab.name}/build.tap', self.res / 'build.tap', [
+                (False, f'build: the reference solution of {lab.name} did not build (above)')])
+            return
+        self.add('solution.log', log)
         transcripts.extract(str(log), str(self.fresh))
         if (lab.solution / 'kernel').is_dir():
             exercises.verify_kernel(str(lab.solution), str(lab.src()), str(self.add('kernel-solution.tap')))

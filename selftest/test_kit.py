@@ -671,9 +671,9 @@ class Bundle(unittest.TestCase):
         m['series'][self.lab] = '0' * 16
         self.assertIn(f'another series of {self.lab}', bundle.refusal(m))
 
-    def test_a_manifest_this_kit_cannot_read_is_refused_and_the_kit_builds(self):
+    def test_a_manifest_this_kit_cannot_read_is_refused(self):
         """{"format":1} was a KeyError, a JSON list an AttributeError: now
-        one line each, and make lab goes on to build without the bundle."""
+        one line each and a non-zero exit, nothing of the bundle used."""
         for body, said in ((b'{"format": 1}', 'it is format 1, this kit reads format 2'),
                            (b'[1, 2]', 'its manifest.json is a JSON list'),
                            (b'{"format": 2}', 'its manifest.json has no pristine'),
@@ -681,9 +681,9 @@ class Bundle(unittest.TestCase):
             with self.subTest(body=body):
                 path = self.outer(body, b'', 'm.tar')
                 rc, out, err = self.use(path)
-                self.refused_in_one_line(rc, err, said, status=0)
+                self.refused_in_one_line(rc, err, said)
                 self.assertIn('not used', err)
-                self.assertIn('the kit builds without it', err)
+                self.assertIn('nothing was installed or unpacked', err)
                 self.nothing_of_it()
 
     # --- the digest
@@ -884,7 +884,7 @@ class Bundle(unittest.TestCase):
         self.git('add', '-A', cwd=new / 'linux')
         self.git('commit', '-qm', 'other', cwd=new / 'linux')
         rc, out, err = self.use(path)
-        self.refused_in_one_line(rc, err, 'holds other files than the bundle\'s pristine tree', status=0)
+        self.refused_in_one_line(rc, err, 'holds other files than the bundle\'s pristine tree')
         self.assertFalse((new / 'labs').exists())
 
     # --- Kbuild's paths, git's worktrees
@@ -1026,6 +1026,39 @@ class Bundle(unittest.TestCase):
         # apt keeps what it refused as NAME.deb.FAILED, never as a .deb.
         self.assertEqual([f.name for f in (work / 'dl').iterdir() if f.name.endswith('.deb')], [])
 
+        # The kit's own check, which runs whether this machine lacks a
+        # package or not: the same archive as a bundle's members.
+        def verified(tamper):
+            root = self.d / f'archive-{tamper}'
+            out = self.d / f'verify-{tamper}.tar'
+            with tarfile.open(out, 'w', format=tarfile.PAX_FORMAT) as t:
+                t.add(self.write_json(), 'manifest.json')
+                t.add(self.write_json(), 'build.tar.zst')
+                for f in sorted(root.rglob('*')):
+                    if f.is_file():
+                        t.add(f, 'debs/' + str(f.relative_to(root)))
+            members = bundle.outer_members(out)
+            try:
+                bundle.verify_debs(out, members, dict(debs=True, suites=[suite], arch=arch))
+            except labs.LabError as e:
+                return str(e)
+            return None
+        for tamper, said in (('InRelease', "not signed by Debian's archive key"),
+                             ('Packages', 'not the one Debian signed'),
+                             ('deb', "is not the package Debian's signed index names")):
+            with self.subTest(kit_check=tamper):
+                why = verified(tamper)
+                self.assertIsNotNone(why)
+                self.assertIn(said, why)
+                self.assertIn('nothing was installed or unpacked', why)
+        if genuine:
+            self.assertIsNone(verified(None))
+
+    def write_json(self):
+        path = self.d / 'm.json'
+        path.write_text('{}')
+        return path
+
 
 class UpstreamSelftests(unittest.TestCase):
     """make reference's table of 6.12's selftests on every lab."""
@@ -1091,6 +1124,18 @@ class Suite(MadeUpKit):
         text = (self.kit / 'build/labs/02-second/results/build.tap').read_text()
         self.assertIn('not ok 1 build: the default kernel of 02-second did not build; its log: ', text)
         self.assertIn('results/build.log', text)
+
+    def test_a_solution_whose_programs_do_not_build_is_one_failure(self):
+        """Its console was never written: make test read it anyway and
+        stopped every lab after it with a FileNotFoundError."""
+        r = results.Results()
+        with mock.patch.object(vm.Boot, 'run', return_value=results.Outcome.NOT_BUILT), \
+                mock.patch.object(suite, 'run', side_effect=AssertionError('ran a check')), \
+                redirect_stdout(io.StringIO()):
+            self.assertEqual(suite.LabSuite(self.two, r, build_kernel=lambda kernel, log: True).run(), (0, 1))
+        self.assertEqual(r.labels(), ['02-second/build.tap'])
+        text = (self.kit / 'build/labs/02-second/results/build.tap').read_text()
+        self.assertIn('not ok 1 build: the reference solution of 02-second did not build', text)
 
     def test_mutation_sources_hold_the_mutated_tree_files(self):
         m = suite.MutationCheck(self.two, self.two.mutation('in-exercise'), 'default', self.kit / 'r',
@@ -1951,6 +1996,21 @@ class Cli(unittest.TestCase):
                 rc, err, _ = self.main(['resolve', '1'], raises=exc)
                 self.assertEqual(rc, code)
                 self.assertOneLine(err, want)
+
+    def test_a_build_tool_missing_from_path_is_one_line(self):
+        """Not the FileNotFoundError a faked call raises: a real kernel
+        build with no gcc on PATH ran Kbuild into a page of errors."""
+        empty = Path(tempfile.mkdtemp())
+        self.addCleanup(shutil.rmtree, empty)
+        with mock.patch.dict(os.environ, {'PATH': str(empty)}):
+            with self.assertRaises(kbuild.MissingTool) as cm:
+                kbuild.build(empty / 'src', empty / 'out', [empty / 'x.config'])
+        self.assertIn('gcc', str(cm.exception))
+        self.assertIn('make deps', str(cm.exception))
+        self.assertEqual(len(str(cm.exception).splitlines()), 1)
+        rc, err, _ = self.main(['resolve', '1'], raises=cm.exception)
+        self.assertEqual(rc, 1)
+        self.assertOneLine(err, 'not found on PATH')
 
     def test_resolve_takes_the_makefile_rule(self):
         for want in ('1', '01', '01-anon', '01-anon-inode'):
