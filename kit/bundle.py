@@ -523,6 +523,19 @@ def archive_sources(archive, suites, arch):
                    f'copy:{where} {suite} main\n' for suite in suites)
 
 
+def member_chunks(f, m, path, name):
+    """The data of the bundle's member m (open file f), a megabyte at a
+    time; LabError when the file ends first."""
+    f.seek(m.offset_data)
+    left = m.size
+    while left:
+        chunk = f.read(min(left, 1 << 20))
+        if not chunk:
+            raise LabError(f'{path.name} is cut short in {name}: get it again')
+        left -= len(chunk)
+        yield chunk
+
+
 def copy_members(path, members, prefix, dest):
     """The bundle's members under prefix/ into dest (outer_members()
     checked them: folders and plain files only)."""
@@ -535,15 +548,9 @@ def copy_members(path, members, prefix, dest):
                 target.mkdir(parents=True, exist_ok=True)
                 continue
             target.parent.mkdir(parents=True, exist_ok=True)
-            f.seek(m.offset_data)
             with open(target, 'wb') as out:
-                left = m.size
-                while left:
-                    chunk = f.read(min(left, 1 << 20))
-                    if not chunk:
-                        raise LabError(f'{path.name} is cut short in {name}: get it again')
+                for chunk in member_chunks(f, m, path, name):
                     out.write(chunk)
-                    left -= len(chunk)
 
 
 def member_bytes(path, m):
@@ -588,14 +595,8 @@ def verify_debs(path, members, manifest):
             continue
         h = hashlib.sha256()
         with open(path, 'rb') as f:
-            f.seek(m.offset_data)
-            left = m.size
-            while left:
-                chunk = f.read(min(left, 1 << 20))
-                if not chunk:
-                    raise LabError(f'{path.name} is cut short in {name}: get it again')
+            for chunk in member_chunks(f, m, path, name):
                 h.update(chunk)
-                left -= len(chunk)
         if h.hexdigest() not in known.get(name[len('debs/'):], ()):
             raise LabError(f'{path.name}: {Path(name).name} is not the package Debian\'s signed index names; '
                            'nothing was installed or unpacked: get the bundle again')

@@ -149,6 +149,11 @@ def newer_file(src, stamp, only_c=False):
     return subprocess.run(cmd + ['-print', '-quit'], capture_output=True, text=True).stdout.strip()
 
 
+# merge_config.sh's line for a value Kconfig did not keep; newer trees'
+# (7.2's) start it with "WARNING: ".
+NOT_KEPT = re.compile(r'^(?:WARNING: )?Value requested for CONFIG_([A-Za-z0-9_]+) not in final \.config$', re.M)
+
+
 def configure(src, out, frags, stamp_key):
     """merge_config.sh, then the check that every value asked for is kept."""
     note('CONFIG', ' '.join(os.path.relpath(f, KIT) if Path(f).is_relative_to(KIT) else str(f) for f in frags))
@@ -161,9 +166,7 @@ def configure(src, out, frags, stamp_key):
         print(text, end='')
         raise KbuildError('merge_config.sh failed (log above)')
     ignored, bad = [], False
-    # Newer trees' merge_config.sh (7.2's) starts the line with "WARNING: ".
-    for sym in re.findall(r'^(?:WARNING: )?Value requested for CONFIG_([A-Za-z0-9_]+) not in final \.config$',
-                          text, re.M):
+    for sym in NOT_KEPT.findall(text):
         if subprocess.run(['grep', '-rqsE', '--include=Kconfig*', rf'^[[:space:]]*(menu)?config {sym}$',
                            str(src)]).returncode == 0:
             at = text.index(f'Value requested for CONFIG_{sym} ')

@@ -17,6 +17,7 @@ which says why: an unexplained difference is printed as such and the
 script exits 1. So does a behaviour one kernel did not report at all.
 """
 import sys
+from dataclasses import dataclass, field
 
 from . import tap as markers
 
@@ -59,7 +60,7 @@ SAME_NOTES = {
     'fchown': 'S_IMMUTABLE inode',
     'selinux.avc_denials': 'S_PRIVATE inodes: the inode checks skip pidfds',
     'f_type': 'PID_FS_MAGIC, the port uses upstream\'s number',
-    'name_to_handle_at': 'the kit config has no CONFIG_FHANDLE (pidfs handles: 6.14)',
+    'name_to_handle_at': 'no export operations on pidfs before 6.14 (lab 05 ports them)',
     'st_mode_perm': 'owner-only, as upstream (lab 04, 0003); labs 02-03 have 0444',
     'pidfs_in_proc_filesystems': 'kern_mount() only, never registered (lab 03, 0007)',
     'fsopen_pidfs': 'an unknown filesystem type to fsopen(), as any unregistered one',
@@ -173,9 +174,75 @@ def label(key):
     return LABELS.get(key, key.replace('_', ' '))
 
 
-def table(lab, lab_par, ref_par, lab_log, ref_log, not_in, dropped, output):
+@dataclass(frozen=True)
+class Reference:
+    """The kernel a table compares the port with, and what is known about
+    the differences: 6.12 for lab 04 (the tables above), LATER (7.2) for
+    lab 05."""
+    name: str = '6.12'
+    known: dict = field(default_factory=lambda: KNOWN)
+    known_failures: dict = field(default_factory=lambda: KNOWN_FAILURES)
+    known_symbols: dict = field(default_factory=lambda: KNOWN_SYMBOLS)
+    same_notes: dict = field(default_factory=lambda: SAME_NOTES)
+    # Its own selftests, when it runs only some of its tree's.
+    selftests_note: str = ''
+    # Behaviours whose value on this kernel changes from boot to boot:
+    # shown as "varies", with the reason, so that the table stays one.
+    volatile: dict = field(default_factory=dict)
+
+
+# Lab 05 (v6.13-v6.15 ported onto 6.1, on labs 01-04) next to Debian's
+# linux-source-7.2 (kit/reference.py: later_parity()): (behaviour, value
+# on the port, value on 7.2) -> why they differ.
+KNOWN_LATER = {
+    # What 6.12 already did otherwise (KNOWN above): the port is 6.1.
+    **{k: why for k, why in KNOWN.items() if k[0] != 'ioctl_PIDFD_GET_INFO'},
+    # The v6.17 pidfs pull (xattrs on pidfds) gave pidfs a ->setattr that
+    # refuses; 6.12 still said EPERM for its S_IMMUTABLE inode, as the port.
+    **{(key, 'EPERM', 'EOPNOTSUPP'): 'pidfs refuses setattr with EOPNOTSUPP since v6.17 (the xattr '
+       'series); the port\'s S_IMMUTABLE inode says EPERM, as 6.12 did' for key in ('fchmod', 'fchown')},
+    **{(f'ioctl_PIDFD_GET_{ns}_NAMESPACE', 'ENOTTY', 'ok'):
+       'namespace ioctls: 6.11; of the ioctls lab 05 ports only PIDFD_GET_INFO' for ns in ('UTS', 'PID')},
+    ('pidfd_open_non_leader_thread', 'EINVAL', 'ENOENT'):
+        '"pidfd: improve uapi when task isn\'t found" (April 2025, for systemd): not ported; '
+        '6.12 said EINVAL too',
+}
+
+# Lab 05's own tests on 7.2: each asserts what the port does, which later
+# upstream changed. (kernel, failure as tap.parse() names it) -> why.
+KNOWN_FAILURES_LATER = {
+    ('7.2', 'tests/pidfs_handle_test: child.handle_open_flags'):
+        'upstream takes O_EXCL as PIDFD_THREAD (v6.9); the port has no thread pidfds and refuses it',
+}
+
+# Config symbols of the labs' fragments that 7.2 does not have.
+KNOWN_SYMBOLS_LATER = {
+    'CONFIG_FS_PIDFD': KNOWN_SYMBOLS['CONFIG_FS_PIDFD'],
+}
+
+SAME_NOTES_LATER = {
+    **{k: why for k, why in SAME_NOTES.items() if k not in ('fchmod', 'fchown', 'name_to_handle_at')},
+    'ioctl_PIDFD_GET_INFO': 'lab 05, 0001 (v6.13)',
+    'name_to_handle_at': 'lab 05, 0004: pidfs file handles (v6.14)',
+}
+
+VOLATILE_LATER = {
+    # 7.2 says yes on one boot and no on the next: the probe's process is
+    # about the 300th struct pid the boot made.
+    'ino_gt_300': 'pidfs counts inode numbers from the first struct pid since "pidfs: rework '
+                  'inode number allocation" (v6.14, not ported); the port still starts above '
+                  'RESERVED_PIDS, as 6.9',
+}
+
+LATER = Reference('7.2', KNOWN_LATER, KNOWN_FAILURES_LATER, KNOWN_SYMBOLS_LATER, SAME_NOTES_LATER,
+                  selftests_note=" (7.2's: only pidfd_info_test and pidfd_file_handle_test)",
+                  volatile=VOLATILE_LATER)
+
+
+def table(lab, lab_par, ref_par, lab_log, ref_log, not_in, dropped, output, ref=None):
     """The table into output and on stdout; 1 when a difference is
-    unexplained."""
+    unexplained. ref: the Reference (6.12's by default)."""
+    ref = ref or Reference()
     a, b = parity(lab_par), parity(ref_par)
     short = 'lab ' + lab.split('-')[0]
     rows, bad = [], 0
@@ -186,10 +253,14 @@ def table(lab, lab_par, ref_par, lab_log, ref_log, not_in, dropped, output):
         keys = [k for k in keys if not k.startswith('selinux.')]
     for k in keys:
         va, vb = a.get(k, '(not reported)'), b.get(k, '(not reported)')
-        if va == vb:
-            note = SAME_NOTES.get(k, '')
-        elif (k, va, vb) in KNOWN:
-            note = KNOWN[(k, va, vb)]
+        if k in ref.volatile and k in b:
+            vb = 'varies'
+        if vb == 'varies' and k in ref.volatile:
+            note = ref.volatile[k]
+        elif va == vb:
+            note = ref.same_notes.get(k, '')
+        elif (k, va, vb) in ref.known:
+            note = ref.known[(k, va, vb)]
         else:
             note = 'UNEXPLAINED: add it to KNOWN in kit/ref_table.py'
             bad += 1
@@ -199,7 +270,7 @@ def table(lab, lab_par, ref_par, lab_log, ref_log, not_in, dropped, output):
     def failures(fails, kernel):
         known, unknown = [], []
         for name in fails:
-            why = KNOWN_FAILURES.get((kernel, name))
+            why = ref.known_failures.get((kernel, name))
             (known if why else unknown).append(
                 f'{kernel}: {name.split(": ", 1)[-1]}: {why}' if why
                 else f'{kernel}: {name}')
@@ -210,10 +281,10 @@ def table(lab, lab_par, ref_par, lab_log, ref_log, not_in, dropped, output):
         ca, fa = counts(lab_log, group)
         cb, fb = counts(ref_log, group)
         ka, ua = failures(fa, 'port')
-        kb, ub = failures(fb, '6.12')
+        kb, ub = failures(fb, ref.name)
         notes = ka + kb
         if group == 'selftests':
-            notes.insert(0, "each kernel runs its own tree's selftests")
+            notes.insert(0, "each kernel runs its own tree's selftests" + ref.selftests_note)
         if ua or ub:
             notes.append('FAILED: ' + '; '.join(ua + ub))
             bad += 1
@@ -227,12 +298,12 @@ def table(lab, lab_par, ref_par, lab_log, ref_log, not_in, dropped, output):
         pass
     notes = []
     for s in syms:
-        if s in KNOWN_SYMBOLS:
-            notes.append(KNOWN_SYMBOLS[s])
+        if s in ref.known_symbols:
+            notes.append(ref.known_symbols[s])
         else:
             notes.append(f'UNEXPLAINED: {s}: add it to KNOWN_SYMBOLS')
             bad += 1
-    rows.append(('config symbols not in 6.12', '-', ', '.join(syms) or '-',
+    rows.append((f'config symbols not in {ref.name}', '-', ', '.join(syms) or '-',
                  '; '.join(notes)))
 
     caps = []
@@ -243,10 +314,10 @@ def table(lab, lab_par, ref_par, lab_log, ref_log, not_in, dropped, output):
         pass
     if caps:
         rows.append(('SELinux policycaps dropped', '-', ', '.join(caps),
-                     "6.12's mdp names them; Debian 12's checkpolicy "
+                     f"{ref.name}'s mdp names them; Debian 12's checkpolicy "
                      'predates them (none is about pidfds)'))
 
-    head = ('behaviour', f'{short} (6.1 port)', '6.12 upstream', 'note')
+    head = ('behaviour', f'{short} (6.1 port)', f'{ref.name} upstream', 'note')
     w = [max(len(r[i]) for r in rows + [head]) for i in range(3)]
 
     def fmt(r):
@@ -254,7 +325,7 @@ def table(lab, lab_par, ref_par, lab_log, ref_log, not_in, dropped, output):
 
     lines = [
         f'pidfd parity: {short} ({lab}: Debian linux-source-6.1 + the labs\' patches)',
-        'versus Debian linux-source-6.12 (upstream pidfs), same config fragments,',
+        f'versus Debian linux-source-{ref.name} (upstream pidfs), same config fragments,',
         'same static vm/guest/pidfd_parity binary, both booted in QEMU.',
         '',
         fmt(head),

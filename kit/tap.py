@@ -129,6 +129,8 @@ class Program:
     skipped: int = 0
     failed: list = field(default_factory=list)
     exit: Optional[int] = None
+    # Each test by name: pass, fail or skip, in order.
+    status: dict = field(default_factory=dict)
 
 
 def programs(path, prefix=''):
@@ -145,12 +147,16 @@ def programs(path, prefix=''):
             current = None
         elif kind == 'result' and current is not None:
             ok, text = event[2], event[3]
+            name = text.split(' #')[0].strip()
             if not ok:
-                current.failed.append(text.split(' #')[0].strip())
+                current.failed.append(name)
+                current.status[name] = 'fail'
             elif SKIP.search(text):
                 current.skipped += 1
+                current.status[name] = 'skip'
             else:
                 current.passed += 1
+                current.status[name] = 'pass'
     return out
 
 

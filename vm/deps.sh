@@ -5,7 +5,10 @@
 #   deps.sh list [GROUP]      the group's packages, one per line (make bundle)
 # Groups: none, the whole kit (labs, VM, gdb, CI's checks, the book);
 # "reference" adds what only `make reference` and `make bench` need: the
-# 6.12 source, a large download attendees can do without; "docs" is only
+# 6.12 source, a large download attendees can do without, and the Debian
+# archive keyring, with which make reference checks the linux-source-7.2
+# it fetches itself (kit/upstream.py: no package of this Debian 12's own
+# sources, so not one apt-get install could add); "docs" is only
 # what `make docs` needs, so that a reader can build the book without the
 # kernel source and QEMU; "docs-check" adds the headless browser of
 # `make docs-check`; "container" is what the container path needs on a
@@ -37,7 +40,7 @@ packages=(
 
 case ${2:-} in
 '') ;;
-reference) packages+=(linux-source-6.12) ;;
+reference) packages+=(linux-source-6.12 debian-archive-keyring) ;;
 docs) packages=("${docs[@]}") ;;
 docs-check) packages=("${docs[@]}" python3 chromium fonts-dejavu-core) ;;
 container) packages=("${container[@]}") ;;
