@@ -4,20 +4,20 @@ harness: the boot to userspace under the accelerator the kit picks,
   median of 5.
 
 micro: the pidfd microbenchmarks (vm/guest/pidfd_bench.c) on three
-  kernels: lab 01 (anonymous inode), the last lab (the 6.1 pidfs port) and
-  Debian's linux-source-6.12 (upstream pidfs, reference.RefKernel). One
+  kernels: lab 01 (anonymous inode), lab 04 (the 6.1 pidfs port of the 6.9
+  history, upstream.compared_lab()) and Debian's linux-source-6.12 (upstream pidfs, reference.RefKernel). One
   userspace for all three: lab 01's initramfs plus the benchmark
   (reference.with_probes). Each kernel boots `rounds` times (default 3),
   taking turns; a figure is the median of every run of every boot.
 
 reports: how fast and how well the kit names an attendee's broken kernel
-  code (issue 29), on the last lab's mutations: a compile error, a panic
+  code (issue 29), on lab 04's mutations: a compile error, a panic
   at boot, an endless loop, a NULL dereference; each from the edit to the
   verdict, incremental build and boot included.
 
 room: a room's bundle (issue 32): make bundle here, after make ahead, then
-  a fresh clone with BUNDLE=, no network and an empty ccache, to the lab 04
-  VM and then every other lab's (bundle.bench).
+  a fresh clone with BUNDLE=, no network and an empty ccache, to the last
+  lab's VM and then every other lab's (bundle.bench).
 
 goals: the attendee's and CI's waits against their goals (issue 11), on
   fresh clones of the kit's last commit with empty ccaches of their own:
@@ -43,7 +43,7 @@ import time
 from contextlib import redirect_stdout
 from pathlib import Path
 
-from . import bench_table, bundle, kbuild, suite, verdicts
+from . import bench_table, bundle, kbuild, suite, upstream, verdicts
 from .images import Image
 from .kernels import which_kernel
 from .labs import KIT, Lab, LabError, all_labs, build_dir, clone_env, note
@@ -66,6 +66,10 @@ class Bench:
         self.rounds = rounds
         every = all_labs()
         self.first, self.last = every[0], every[-1]
+        # The 6.1 port that 6.12 is the upstream of (lab 04, with lab 05
+        # past it): the microbenchmarks' middle kernel and the kernel
+        # reports' mutations.
+        self.port = upstream.compared_lab(every)
         self.second = every[1] if len(every) > 1 else every[0]
         self.kernel = which_kernel(self.first, 'solution')
         self.initrd = build_dir() / 'bench-initramfs.cpio'
@@ -106,13 +110,13 @@ class Bench:
         if not built:
             print(log.read_text(errors='replace'), file=sys.stderr)
             raise LabError('the 6.12 reference kernel did not build')
-        port = which_kernel(self.last, 'solution')
-        if self.last != self.first and not self.quietly('kernel-last.log', lambda **out: port.build(**out)):
-            raise LabError(f'the {self.last.name} kernel did not build: see {self.outdir / "kernel-last.log"}')
+        port = which_kernel(self.port, 'solution')
+        if self.port != self.first and not self.quietly('kernel-last.log', lambda **out: port.build(**out)):
+            raise LabError(f'the {self.port.name} kernel did not build: see {self.outdir / "kernel-last.log"}')
         cpio = self.outdir / 'bench.cpio'
         with_probes(self.initrd, cpio)
         kernels = {'anon': self.kernel.bzimage, 'port': port.bzimage, 'upstream': RefKernel().bzimage}
-        if self.last == self.first:
+        if self.port == self.first:
             del kernels['port']
         logs = {k: [] for k in kernels}
         end = tap.MARKERS['LAB_BENCH_END']
@@ -127,20 +131,20 @@ class Bench:
                 logs[k].append(str(log))
         print(f'\npidfd microbenchmarks: {self.rounds} boots per kernel, medians of every run '
               f'(SMP {os.environ.get("SMP") or 2}, {self.accel})', flush=True)
-        labels = {'anon': f'lab {self.first.number} anon inode', 'port': f'lab {self.last.number} 6.1 port',
+        labels = {'anon': f'lab {self.first.number} anon inode', 'port': f'lab {self.port.number} 6.1 port',
                   'upstream': '6.12 upstream'}
         bench_table.table({labels[k]: v for k, v in logs.items()})
 
     def reports(self):
-        print('\nkernel reports: the last lab\'s mutations, edit to verdict (incremental build and boot)')
+        print(f'\nkernel reports: lab {self.port.number}\'s mutations, edit to verdict (incremental build and boot)')
         row('mutation', 'seconds', 'what the kit said first')
         out = self.outdir / 'reports'
         for m in REPORT_MUTATIONS:
-            if not (self.last.dir / 'mutations' / f'{m}.patch').is_file():
+            if not (self.port.dir / 'mutations' / f'{m}.patch').is_file():
                 continue
             t = time.monotonic()
             with open(self.outdir / f'report-{m}.log', 'w') as f, redirected(f, subprocess.STDOUT):
-                suite.one_mutation(self.last.name, m, str(out))
+                suite.one_mutation(self.port.name, m, str(out))
             took = round(time.monotonic() - t)
             wrong = [name for _, status, name in tap.parse(str(out / f'mutant-{m}.tap')) if status == 'fail']
             verdict = f'WRONG: {wrong[0]}' if wrong else 'title and file:line right'

@@ -197,14 +197,15 @@ class Reference:
 KNOWN_LATER = {
     # What 6.12 already did otherwise (KNOWN above): the port is 6.1.
     **{k: why for k, why in KNOWN.items() if k[0] != 'ioctl_PIDFD_GET_INFO'},
-    # The v6.17 pidfs pull (xattrs on pidfds) gave pidfs a ->setattr that
-    # refuses; 6.12 still said EPERM for its S_IMMUTABLE inode, as the port.
-    **{(key, 'EPERM', 'EOPNOTSUPP'): 'pidfs refuses setattr with EOPNOTSUPP since v6.17 (the xattr '
-       'series); the port\'s S_IMMUTABLE inode says EPERM, as 6.12 did' for key in ('fchmod', 'fchown')},
+    # 7.2's pidfs_init_inode() clears S_IMMUTABLE (seen in its
+    # fs/pidfs.c), so a setattr reaches pidfs_setattr(); 6.12 still said
+    # EPERM for its S_IMMUTABLE inode, as the port does.
+    **{(key, 'EPERM', 'EOPNOTSUPP'): '7.2\'s pidfs inode is not S_IMMUTABLE, and its setattr says '
+       'EOPNOTSUPP; the port\'s S_IMMUTABLE inode says EPERM first, as 6.12 did' for key in ('fchmod', 'fchown')},
     **{(f'ioctl_PIDFD_GET_{ns}_NAMESPACE', 'ENOTTY', 'ok'):
        'namespace ioctls: 6.11; of the ioctls lab 05 ports only PIDFD_GET_INFO' for ns in ('UTS', 'PID')},
     ('pidfd_open_non_leader_thread', 'EINVAL', 'ENOENT'):
-        '"pidfd: improve uapi when task isn\'t found" (April 2025, for systemd): not ported; '
+        '"pidfd: improve uapi when task isn\'t found" (6.16): not ported; '
         '6.12 said EINVAL too',
 }
 
