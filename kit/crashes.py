@@ -46,6 +46,11 @@ LINE = re.compile(re.escape(MARKER) + r' (\S+) (\S+) code=(-?\d+) pc=0x([0-9a-f]
 # every test): not the attendee's.
 KERNEL_TREE = re.compile(r'/build/(?:labs/[^/]+/(?:trees/[^/]+/)?(?:src|out/[^/]+)|linux)/|'
                          r'/tools/testing/selftests/')
+# The kselftest harness's message for a failed ASSERT_*() (or EXPECT_*()),
+# "# tests/x_test.c:82:name:Expected ...": an abort() right after it is
+# the harness ending the test, whatever stale return addresses the stack
+# scan finds below it.
+HARNESS_FAILURE = re.compile(r'^# \S+:\d+:\w+:Expected ')
 # The faults whose address is news: the memory the program touched.
 ADDRESS_SIGNALS = ('SIGSEGV', 'SIGBUS')
 
@@ -65,6 +70,7 @@ class Crash:
     function: str = ''
     where: str = ''             # file:line, as the kit names files
     mine: bool = False          # where is in the attendee's files
+    after_assert: bool = False  # right after the harness's failure message
 
     @property
     def program(self):
@@ -89,14 +95,18 @@ class Crash:
         return head + (f' ({"; ".join(extra)})' if extra else '')
 
     def shown(self):
-        """Whether it is news: not a test's failed ASSERT (abort())."""
-        return not (self.signal == 'SIGABRT' and not self.mine)
+        """Whether it is news: not a test's failed ASSERT (abort()). A
+        frame of the attendee's found by the stack scan does not make such
+        an abort theirs: a return address left on the stack by the call
+        the assertion checked is no frame of the abort."""
+        return not (self.signal == 'SIGABRT' and (not self.mine or self.after_assert))
 
 
 def find(lines):
     """The crashes in a console's lines, in order. A line may carry a
     prefix (a /dev/kmsg record's "6,812,...;", a terminal's echo)."""
     out = []
+    lines = list(lines)
     for i, line in enumerate(lines, 1):
         m = LINE.search(line)
         if not m:
@@ -111,8 +121,12 @@ def find(lines):
                 except ValueError:
                     pass
         pc = int(m.group(4), 16)
+        # The harness's message, maybe followed by a TH_LOG() line or two;
+        # a /dev/kmsg record's "6,812,...;" prefix left out.
+        after_assert = any(HARNESS_FAILURE.search(re.sub(r'^\d+,\d+,[^;]*;', '', x))
+                           for x in lines[max(0, i - 4):i - 1])
         out.append(Crash(m.group(1), m.group(2), int(m.group(3)), pc, int(m.group(5), 16), m.group(6),
-                         frames or [(pc, True)], i))
+                         frames or [(pc, True)], i, after_assert=after_assert))
     return out
 
 

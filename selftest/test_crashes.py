@@ -166,6 +166,28 @@ class Crashes(unittest.TestCase):
         self.assertFalse(c.shown())
         self.assertEqual(c.where, f'{self.harness}:{line_of(self.harness, "ASSERT")}')
 
+    def test_an_abort_right_after_the_harness_message_is_the_harness_s(self):
+        """A stale return address into the attendee's function, left on the
+        stack by the call an ASSERT checked, made lab 05's skeleton say
+        "CRASH: SIGABRT in pidfd_exit_status" under tests that had only
+        failed an assertion."""
+        c = self.crash('double-free', signal.SIGABRT)
+        self.assertTrue(c.mine)
+        failure = '# /lab/tests/supervisor_test.c:82:status_after_reaping:Expected got (-38) == 0 (0)'
+        for before in ([failure], [failure, '# status_after_reaping: a TH_LOG line'],
+                       ['6,812,123,-;' + failure]):
+            with self.subTest(before=before):
+                again = crashes.find(before + [self.marker(c)])[0]
+                self.assertTrue(again.after_assert)
+                again.mine = True
+                self.assertFalse(again.shown())
+        # Further up the console, or an EXPECT's message long before: the
+        # attendee's own abort is still shown.
+        fresh = crashes.find([failure, 'ok 1 x', '# RUN y', 'not ok 2 z', self.marker(c)])[0]
+        self.assertFalse(fresh.after_assert)
+        fresh.mine = True
+        self.assertTrue(fresh.shown())
+
     def test_a_rebuilt_binary_is_not_decoded(self):
         c = self.crash('null', signal.SIGSEGV)
         c.build_id = '0' * 40
