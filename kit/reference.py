@@ -50,8 +50,20 @@ from .vm import Boot
 TABLES = KIT / 'docs' / 'transcripts' / 'reference'
 
 
+class ReferenceTree:
+    """A reference kernel's out dir and image, under its root."""
+
+    @property
+    def out(self):
+        return self.root / 'out'
+
+    @property
+    def bzimage(self):
+        return self.out / 'arch' / 'x86' / 'boot' / 'bzImage'
+
+
 @dataclass(frozen=True)
-class RefKernel:
+class RefKernel(ReferenceTree):
     """Debian's linux-source-6.12 (upstream pidfs), built with the config
     every lab uses, so that make reference and make bench compare the
     port with the real thing on equal terms."""
@@ -64,14 +76,6 @@ class RefKernel:
     @property
     def src(self):
         return self.root / 'src'
-
-    @property
-    def out(self):
-        return self.root / 'out'
-
-    @property
-    def bzimage(self):
-        return self.out / 'arch' / 'x86' / 'boot' / 'bzImage'
 
     def build(self):
         """Unpacked once, never patched; built by kbuild.build() like
@@ -105,7 +109,7 @@ class RefKernel:
 
 
 @dataclass(frozen=True)
-class LaterKernel:
+class LaterKernel(ReferenceTree):
     """Debian's linux-source-7.2 (upstream.LATER, fetched), built as
     RefKernel is, with every lab's config fragments: what lab 05 ports as
     upstream has it. A fragment symbol 7.2 does not know lands in
@@ -115,14 +119,6 @@ class LaterKernel:
     @property
     def root(self):
         return self.fetched.root
-
-    @property
-    def out(self):
-        return self.root / 'out'
-
-    @property
-    def bzimage(self):
-        return self.out / 'arch' / 'x86' / 'boot' / 'bzImage'
 
     @property
     def kconfig_ignored(self):

@@ -15,6 +15,7 @@
 
 #include "kselftest_harness.h"
 #include "lab.h"
+#include "pidns.h"
 
 #include "lab_fixture.h"
 
@@ -146,44 +147,35 @@ TEST_F(child, handle_needs_no_capability)
 	}
 }
 
+static int outer_pidfd;
+static struct handle outer_handle;
+
+static int open_outer_handle(void *unused)
+{
+	int fd = from_handle(outer_pidfd, &outer_handle, 0);
+
+	return fd < 0 && errno == ESTALE ? 0 : fd >= 0 ? 3 : 4;
+}
+
 /*
  * From a pid namespace below ours, our handle opens nothing: pidfd_open()
  * could not have named us from there either.
  */
 TEST(handle_not_across_pid_namespaces)
 {
-	int pidfd = sys_pidfd_open(getpid(), 0), status, fd;
-	struct handle h;
-	pid_t pid;
+	int fd;
 
-	ASSERT_GE(pidfd, 0);
-	ASSERT_EQ(to_handle(pidfd, &h), 0);
+	outer_pidfd = sys_pidfd_open(getpid(), 0);
+	ASSERT_GE(outer_pidfd, 0);
+	ASSERT_EQ(to_handle(outer_pidfd, &outer_handle), 0);
 	/* From here, it opens. */
-	fd = from_handle(pidfd, &h, 0);
+	fd = from_handle(outer_pidfd, &outer_handle, 0);
 	ASSERT_GE(fd, 0);
 	close(fd);
-	pid = fork();
-	ASSERT_GE(pid, 0);
-	if (pid == 0) {
-		pid_t inner;
-
-		if (unshare(CLONE_NEWPID))
-			_exit(2);
-		inner = fork();
-		if (inner == 0) {
-			int fd = from_handle(pidfd, &h, 0);
-
-			_exit(fd < 0 && errno == ESTALE ? 0 : fd >= 0 ? 3 : 4);
-		}
-		if (waitpid(inner, &status, 0) != inner)
-			_exit(5);
-		_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 6);
+	EXPECT_EQ(in_new_pid_ns(open_outer_handle, NULL), 0) {
+		TH_LOG("3: a pid outside the caller's pid namespace was opened; 4: another error");
 	}
-	ASSERT_EQ(waitpid(pid, &status, 0), pid);
-	EXPECT_EQ(WEXITSTATUS(status), 0) {
-		TH_LOG("3: a pid outside the caller's pid namespace was opened");
-	}
-	close(pidfd);
+	close(outer_pidfd);
 }
 
 TEST_F(child, handle_bad_ones_are_stale)

@@ -17,6 +17,7 @@
 
 #include "kselftest_harness.h"
 #include "lab.h"
+#include "pidns.h"
 
 /* FIXTURE(child): a sleeping child and a pidfd for it. */
 #include "lab_fixture.h"
@@ -176,41 +177,29 @@ TEST_F(child, info_struct_sizes)
 	EXPECT_EQ(errno, ENOTTY);
 }
 
+static int ask_as_pid_1(void *outside)
+{
+	struct pidfd_info info;
+	int self = sys_pidfd_open(getpid(), 0);
+
+	if (self < 0 || get_info(self, 0, &info))
+		return 3;
+	if (info.pid != 1 || info.tgid != 1 || info.ppid != 0)
+		return 4;
+	/* Our parent's parent is outside our pid namespace. */
+	return get_info(*(int *)outside, 0, &info) == -1 && errno == EREMOTE ? 0 : 5;
+}
+
 /*
  * Seen from a pid namespace of its own, a process is pid 1 with no parent
  * in it, and a process outside it cannot be asked about at all.
  */
 TEST(info_from_a_child_pid_namespace)
 {
-	int outside = sys_pidfd_open(getpid(), 0), status;
-	pid_t pid;
+	int outside = sys_pidfd_open(getpid(), 0);
 
 	ASSERT_GE(outside, 0);
-	pid = fork();
-	ASSERT_GE(pid, 0);
-	if (pid == 0) {
-		pid_t inner;
-
-		if (unshare(CLONE_NEWPID))
-			_exit(2);
-		inner = fork();
-		if (inner == 0) {
-			struct pidfd_info info;
-			int self = sys_pidfd_open(getpid(), 0);
-
-			if (self < 0 || get_info(self, 0, &info))
-				_exit(3);
-			if (info.pid != 1 || info.tgid != 1 || info.ppid != 0)
-				_exit(4);
-			/* Our parent's parent is outside our pid namespace. */
-			_exit(get_info(outside, 0, &info) == -1 && errno == EREMOTE ? 0 : 5);
-		}
-		if (waitpid(inner, &status, 0) != inner)
-			_exit(6);
-		_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 7);
-	}
-	ASSERT_EQ(waitpid(pid, &status, 0), pid);
-	EXPECT_EQ(WEXITSTATUS(status), 0) {
+	EXPECT_EQ(in_new_pid_ns(ask_as_pid_1, &outside), 0) {
 		TH_LOG("3: PIDFD_GET_INFO failed on our own pidfd; 4: not pid 1, tgid 1, ppid 0 in our "
 		       "pid namespace; 5: it answered for a pid outside it");
 	}
