@@ -555,8 +555,7 @@ def copy_members(path, members, prefix, dest):
 
 def member_bytes(path, m):
     with open(path, 'rb') as f:
-        f.seek(m.offset_data)
-        return f.read(m.size)
+        return b''.join(member_chunks(f, m, path, m.name))
 
 
 def verify_debs(path, members, manifest):

@@ -46,11 +46,6 @@ LINE = re.compile(re.escape(MARKER) + r' (\S+) (\S+) code=(-?\d+) pc=0x([0-9a-f]
 # every test): not the attendee's.
 KERNEL_TREE = re.compile(r'/build/(?:labs/[^/]+/(?:trees/[^/]+/)?(?:src|out/[^/]+)|linux)/|'
                          r'/tools/testing/selftests/')
-# The kselftest harness's message for a failed ASSERT_*() (or EXPECT_*()),
-# "# tests/x_test.c:82:name:Expected ...": an abort() right after it is
-# the harness ending the test, whatever stale return addresses the stack
-# scan finds below it.
-HARNESS_FAILURE = re.compile(r'^# \S+:\d+:\w+:Expected ')
 # The faults whose address is news: the memory the program touched.
 ADDRESS_SIGNALS = ('SIGSEGV', 'SIGBUS')
 
@@ -121,10 +116,10 @@ def find(lines):
                 except ValueError:
                     pass
         pc = int(m.group(4), 16)
-        # The harness's message, maybe followed by a TH_LOG() line or two;
-        # a /dev/kmsg record's "6,812,...;" prefix left out.
-        after_assert = any(HARNESS_FAILURE.search(re.sub(r'^\d+,\d+,[^;]*;', '', x))
-                           for x in lines[max(0, i - 4):i - 1])
+        # Right after the harness's failure message (maybe a TH_LOG() line
+        # or two between), an abort() is the harness ending the test,
+        # whatever stale return addresses the stack scan finds below it.
+        after_assert = any(tap.HARNESS_FAILURE.search(x) for x in lines[max(0, i - 4):i - 1])
         out.append(Crash(m.group(1), m.group(2), int(m.group(3)), pc, int(m.group(5), 16), m.group(6),
                          frames or [(pc, True)], i, after_assert=after_assert))
     return out

@@ -46,12 +46,28 @@ def kit_relative(path):
 
 
 @dataclass(frozen=True)
+class Selftests:
+    """Which pidfd selftests an image holds: those of the tree src, built
+    against headers; only those named in only (all when empty), with the
+    programs they run (helpers)."""
+    src: Path
+    headers: Path
+    only: tuple = ()
+    helpers: tuple = ()
+
+
+@dataclass(frozen=True)
 class Image:
     lab: Lab
     exercises: Path
     kernel_src: Path
     kernel_out: Path
     tests_lab: Optional[Lab] = None
+    # /lab/selftests: another tree's pidfd selftests, built against its
+    # own headers (make reference: 6.12's or 7.2's on a lab kernel), and
+    # of those only the ones named, with the programs they run beside
+    # them. None: the kernel's own tree, every program.
+    selftests: Optional['Selftests'] = None
 
     @classmethod
     def of_kernel(cls, kernel, exercises, tests_lab=None):
@@ -171,7 +187,17 @@ class Image:
                                src / 'tools/testing/selftests/pidfd',
                                *sorted((src / 'tools/testing/selftests').glob('kselftest*')),
                                self.headers, kout / '.config', kout / 'include/config/kernel.release',
-                               kout / 'usr/gen_init_cpio', busybox]))
+                               kout / 'usr/gen_init_cpio', busybox]),
+            # Another tree's selftests: which, and that tree's side.
+            self.selftests_key())
+
+    def selftests_key(self):
+        if not self.selftests:
+            return []
+        tree = self.selftests_tree
+        return [str(self.selftests)] + stamps.stat_lines([tree / 'tools/testing/selftests/pidfd',
+                                                          *sorted((tree / 'tools/testing/selftests').glob('kselftest*')),
+                                                          self.selftests_headers])
 
     def build(self, cpio, env=None, stdout=None, stderr=None, busybox=BUSYBOX):
         """The initramfs into the file cpio (its stage in cpio.d, its
@@ -221,17 +247,40 @@ class Image:
         output.note('INITRD', f'{cpio} ({du[0] if du else "?"})')
         return True
 
+    @property
+    def selftests_tree(self):
+        return Path(self.selftests.src if self.selftests else self.kernel_src)
+
+    @property
+    def selftests_headers(self):
+        return Path(self.selftests.headers) if self.selftests else self.headers
+
     def build_selftests(self, stage, output):
-        """The tree's pidfd selftests, built by their own Makefile."""
+        """The pidfd selftests, built by their own Makefile. Only some of
+        them (Selftests.only): into /lab/selftests/.run, no program of
+        run-tests' glob, with the programs they run (Selftests.helpers)
+        beside them, each started there by a two-line script of its name:
+        run-tests runs every program in /tmp, and pidfd_info_test's exec
+        tests exec pidfd_exec_helper from their working directory."""
+        only = self.selftests.only if self.selftests else ()
+        helpers = self.selftests.helpers if self.selftests else ()
+        out = stage / 'selftests'
+        where = out / '.run' if only else out
+        where.mkdir(parents=True, exist_ok=True)
         log = stage / 'selftests.log'
         with open(log, 'w') as f:
-            built = output.run(['make', '-s', '-C', Path(self.kernel_src) / 'tools/testing/selftests/pidfd',
-                                f'OUTPUT={stage / "selftests"}', f'KHDR_INCLUDES=-isystem {self.headers}',
-                                'LDFLAGS=-static'], stdout=f, stderr=subprocess.STDOUT)
+            built = output.run(['make', '-s', '-C', self.selftests_tree / 'tools/testing/selftests/pidfd',
+                                f'OUTPUT={where}', f'KHDR_INCLUDES=-isystem {self.selftests_headers}',
+                                'LDFLAGS=-static', *[where / name for name in only + helpers]],
+                               stdout=f, stderr=subprocess.STDOUT)
         if not built:
             output.show(log.read_text(errors='replace'))
-            return output.fail('the pidfd selftests did not build (log above)')
+            return output.fail(f'the pidfd selftests of {self.selftests_tree} did not build (log above)')
         log.unlink()
+        for name in only:
+            script = out / name
+            script.write_text(f'#!/bin/sh\ncd /lab/selftests/.run && exec ./{name} "$@"\n')
+            script.chmod(0o755)
         return True
 
     def run_hooks(self, stage, env, output):

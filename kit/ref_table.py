@@ -192,7 +192,7 @@ class Reference:
 
 
 # Lab 05 (v6.13-v6.15 ported onto 6.1, on labs 01-04) next to Debian's
-# linux-source-7.2 (kit/reference.py: later_parity()): (behaviour, value
+# linux-source-7.2 (kit/reference.py: compare(lab 05, LaterKernel)): (behaviour, value
 # on the port, value on 7.2) -> why they differ.
 KNOWN_LATER = {
     # What 6.12 already did otherwise (KNOWN above): the port is 6.1.
@@ -255,9 +255,7 @@ def table(lab, lab_par, ref_par, lab_log, ref_log, not_in, dropped, output, ref=
     for k in keys:
         va, vb = a.get(k, '(not reported)'), b.get(k, '(not reported)')
         if k in ref.volatile and k in b:
-            vb = 'varies'
-        if vb == 'varies' and k in ref.volatile:
-            note = ref.volatile[k]
+            vb, note = 'varies', ref.volatile[k]
         elif va == vb:
             note = ref.same_notes.get(k, '')
         elif (k, va, vb) in ref.known:

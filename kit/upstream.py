@@ -5,30 +5,32 @@ linux-source-6.12 in detail (kit/reference.py). The earlier labs are
 history, not 6.12, but a port of upstream's pidfs must not break what
 upstream's pidfd selftests expect of a pidfd at any step: each lab's
 solution kernel boots 6.12's selftests, built against 6.12's headers, and
-nothing else (lab.tests=selftests). The table says, per lab and per
-selftest program, how many of its TAP results passed; upstream's program
-decides what it can test on a 6.1 kernel (PIDFD_THREAD, SO_PEERPIDFD,
-pidfd_info), the kit does not.
+nothing else (lab.tests=selftests). Upstream's program decides what it
+can test on a 6.1 kernel, the kit does not; what cannot pass is named,
+with the reason, in EXPLAINED_6_12.
 
 A lab past 6.12's history (lab 05: PIDFD_GET_INFO, pidfs file handles,
 PIDFD_INFO_EXIT, v6.13-v6.15) is checked against a newer Debian kernel
 as well: LATER, linux-source-7.2 from trixie-backports, fetched with
 apt-get and a private sources list (Fetched), whose pidfd selftests for
-what the lab ports (LATER_SELFTESTS) boot on the lab's solution kernel
-(run_later()). Every one of their subtests that cannot pass on a 6.1 port
-is named in EXPLAINED_LATER with the reason; any other failure or skip,
-and an explanation that no longer matches anything, fails.
+what the lab ports (LATER_SELFTESTS) boot on the lab's solution kernel,
+their failures named in EXPLAINED_LATER.
+
+Both are one mechanism: a ReferenceSelftests record says which tree's
+selftests, which of them, and what may fail; run_selftests() boots them
+on the labs' kernels (images.Image with its selftests from that tree)
+and selftests_table() writes the table. An unexplained failure, or an
+explanation nothing needs any more, fails it.
 """
 import os
 import shutil
 import subprocess
 import textwrap
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
 
-from . import kbuild, stamps
-from .images import Image
+from .bundle import KEYRING, apt_options
+from .images import Image, Selftests
 from .kernels import SCRIPTS, which_kernel
 from .labs import LabError, all_labs, build_dir, held, note
 from .qemu import Qemu
@@ -56,80 +58,9 @@ def later_labs(labs=None):
     return [lab for lab in (labs if labs is not None else all_labs()) if lab.number > HISTORY_6_12]
 
 
-# Selftests that test what came after the history the labs port. Each
-# failure they may have is named: its subtests' prefix, and why.
-EXPLAINED = {
-    'pidfd_setns_test': ('current_nsset.',
-                         "the current_nsset fixture asks the pidfd for namespace fds with "
-                         "PIDFD_GET_*_NAMESPACE, ioctls that 5b08bd408534 added in 6.11, "
-                         "after the 6.9 history the labs port: ENOTTY, not the EOPNOTSUPP "
-                         "the fixture accepts"),
-}
-
-
-@dataclass
-class Verdict:
-    passed: int = 0
-    skipped: int = 0
-    failed: list = field(default_factory=list)   # names of the failed subtests
-    exit: Optional[int] = None                   # None: it never ended
-
-    def cell(self, program):
-        if self.exit is None:
-            return 'NO END'
-        prefix = EXPLAINED.get(program, (None,))[0]
-        unexplained = [n for n in self.failed if not (prefix and n.startswith(prefix))]
-        if unexplained or (self.exit not in (0, 4) and not self.failed):
-            return f'FAIL {len(self.failed)}/{self.passed + len(self.failed) + self.skipped}'
-        text = f'ok {self.passed}' if self.passed or not self.skipped else 'skipped'
-        if self.skipped and self.passed:
-            text += f' +{self.skipped} skip'
-        if self.failed:
-            text += f' +{len(self.failed)} [a]'
-        return text
-
-
-def verdicts(log):
-    """{selftest: Verdict} from a test-mode console log, for the programs
-    under /lab/selftests (tap.programs(): the kit's one TAP reader)."""
-    return {name.removeprefix('selftests/'): Verdict(p.passed, p.skipped, p.failed, p.exit)
-            for name, p in tap.programs(log, 'selftests/').items()}
-
-
-def table(columns, version):
-    """The text of selftests-6.12.txt, and whether every cell passed.
-    columns: {kernel: {selftest: Verdict}}, in the order shown."""
-    programs = sorted({p for v in columns.values() for p in v})
-    names = list(columns)
-    cells = {k: {p: columns[k][p].cell(p) if p in columns[k] else 'MISSING' for p in programs}
-             for k in names}
-    width = max([len(p) for p in programs] + [8])
-    cols = [max([len(k)] + [len(c) for c in cells[k].values()]) for k in names]
-    lines = [f"6.12's pidfd selftests (linux-source-6.12 {version}), built against 6.12's",
-             "headers, on each lab's solution kernel and on 6.12 itself. \"ok N\": N of the",
-             "program's TAP results passed.", '',
-             '  '.join([' ' * width] + [k.ljust(c) for k, c in zip(names, cols)]).rstrip()]
-    good = bool(programs)
-    notes = set()
-    for p in programs:
-        row = []
-        for k, c in zip(names, cols):
-            text = cells[k][p]
-            good = good and not text.startswith(('FAIL', 'NO END', 'MISSING'))
-            if '[a]' in text:
-                notes.add(p)
-            row.append(text.ljust(c))
-        lines.append('  '.join([p.ljust(width)] + row).rstrip())
-    for p in sorted(notes):
-        lines += ['', *textwrap.wrap(f'[a] {p}: failed subtests, each explained: {EXPLAINED[p][1]}.',
-                                     78, subsequent_indent='    ')]
-    return '\n'.join(lines) + '\n', good
-
-
 # -- a later Debian kernel: the reference of the labs past 6.12
 
 ARCHIVE = 'http://deb.debian.org/debian'
-KEYRING = Path('/usr/share/keyrings/debian-archive-keyring.gpg')
 
 
 @dataclass(frozen=True)
@@ -156,23 +87,17 @@ class Fetched:
     def src(self):
         return self.root / 'src'
 
-    @property
-    def headers_out(self):
-        return self.root / 'headers'
-
     def source_version(self):
         return (self.src / '.kit-source-version').read_text().strip()
 
     def apt_command(self, sources):
+        """apt-get on its own sources, lists and cache, as make bundle's
+        archive is read (bundle.apt_options()); nor the system's pins,
+        which could hide the package (an empty folder: apt warns about a
+        missing parts folder)."""
         apt = self.root / 'apt'
-        return ['apt-get', '-q',
-                '-o', f'Dir::Etc::sourcelist={sources}', '-o', 'Dir::Etc::sourceparts=/nonexistent',
-                '-o', f'Dir::State::Lists={apt / "lists"}', '-o', f'Dir::Cache={apt / "cache"}',
-                # Nor the system's pins, which could hide the package (an
-                # empty folder: apt warns about a missing parts folder).
-                '-o', 'Dir::Etc::preferences=/nonexistent', '-o', f'Dir::Etc::preferencesparts={apt / "none"}',
-                # The folders are the user's, not _apt's (as make bundle).
-                '-o', 'APT::Sandbox::User=root']
+        return ['apt-get', '-q', *apt_options(apt, sources),
+                '-o', 'Dir::Etc::preferences=/nonexistent', '-o', f'Dir::Etc::preferencesparts={apt / "none"}']
 
     def deb(self):
         """The package's .deb in ROOT/deb/, downloaded when there is none."""
@@ -183,7 +108,7 @@ class Fetched:
             raise LabError(f'cannot fetch {self.package}: no {KEYRING} to check it with '
                            '(apt-get install debian-archive-keyring)')
         apt = self.root / 'apt'
-        for d in (apt / 'lists' / 'partial', apt / 'cache' / 'archives' / 'partial', apt / 'none'):
+        for d in (apt / 'lists' / 'partial', apt / 'archives' / 'partial', apt / 'none'):
             d.mkdir(parents=True, exist_ok=True)
         sources = apt / 'sources.list'
         sources.write_text(f'deb [signed-by={KEYRING}] {ARCHIVE} {self.suite} main\n')
@@ -245,29 +170,6 @@ class Fetched:
                 partial.rename(self.src)
         return self.src
 
-    def headers(self):
-        """The tree's uapi headers (make headers, in ROOT/headers): the
-        include folder, as a kernel build's out/usr/include."""
-        src = self.tree()
-        inc = self.headers_out / 'usr' / 'include'
-        stamp = stamps.Stamp(self.headers_out / 'headers.stamp')
-        want = stamps.key(self.source_version(), ' '.join(kbuild.KBUILD_VARS))
-        with held(self.headers_out / '.make-headers.lock', f'another run is exporting {self.package} headers'):
-            if stamp.matches(want) and (inc / 'linux' / 'pidfd.h').is_file():
-                return inc
-            stamp.clear()
-            note('HEADERS', f'{self.package}: make headers into {self.headers_out}')
-            log = self.headers_out / 'headers.log'
-            with open(log, 'w') as f:
-                rc = subprocess.run(['make', '-C', str(src), f'O={self.headers_out}', f'-j{os.cpu_count()}',
-                                     *kbuild.KBUILD_VARS, 'headers'], stdout=f, stderr=subprocess.STDOUT,
-                                    env=kbuild.make_env(ccache=False)).returncode
-            if rc != 0:
-                print(log.read_text(errors='replace')[-3000:], end='')
-                raise LabError(f"{self.package}'s headers did not build (make headers: {log})")
-            stamp.write(want)
-        return inc
-
 
 LATER = Fetched('linux-source-7.2', 'trixie-backports')
 
@@ -293,10 +195,18 @@ LATER_SELFTESTS = ('pidfd_file_handle_test', 'pidfd_info_test')
 # What they exec: pidfd_info_test's thread_group_exec tests.
 LATER_HELPERS = ('pidfd_exec_helper',)
 
-# Each subtest of LATER_SELFTESTS that cannot pass on lab 05's port, by its
-# TAP name ("fixture.test"; a pattern ending in "." or "*" is a prefix),
-# and why. Everything else must pass; an entry that matches nothing that
-# failed is stale and fails too.
+# Each subtest that cannot pass on a lab kernel, per program, by its TAP
+# name ("fixture.test"; a pattern ending in "." or "*" is a prefix), and
+# why. Everything else must pass; an entry that matches nothing that
+# failed is stale and fails the table too.
+EXPLAINED_6_12 = {
+    'pidfd_setns_test': (
+        ('current_nsset.',
+         "the current_nsset fixture asks the pidfd for namespace fds with PIDFD_GET_*_NAMESPACE, "
+         "ioctls that 5b08bd408534 added in 6.11, after the 6.9 history the labs port: ENOTTY, not "
+         "the EOPNOTSUPP the fixture accepts"),
+    ),
+}
 PIDFD_THREAD = ('pidfd_open(PIDFD_THREAD), thread pidfds: 64bef697d33b, v6.9, which the labs do not '
                 'port (6.1 refuses the flag with EINVAL)')
 EXPLAINED_LATER = {
@@ -323,6 +233,41 @@ EXPLAINED_LATER = {
 }
 
 
+@dataclass(frozen=True)
+class ReferenceSelftests:
+    """A reference tree's pidfd selftests on lab kernels: which tree, which
+    of its programs, what may fail on a lab and why, and whether a skip
+    needs a reason. 6.12's are all of its programs, run on every lab;
+    7.2's the two that test what the labs past 6.12 port, where upstream
+    skipping a subtest would hide what the lab lacks."""
+    version: str                    # 6.12, 7.2: the table's column and file name
+    package: str
+    src: Path
+    headers: Path
+    explained: dict
+    only: tuple = ()
+    helpers: tuple = ()
+    skips_need_reason: bool = False
+
+    def selftests(self):
+        return Selftests(self.src, self.headers, self.only, self.helpers)
+
+    def source_version(self):
+        return (self.src / '.kit-source-version').read_text().strip()
+
+
+def reference_6_12(ref=None):
+    """6.12's tree and headers as make reference builds them (build/ref)."""
+    ref = Path(ref or build_dir() / 'ref')
+    return ReferenceSelftests('6.12', 'linux-source-6.12', ref / 'src', ref / 'out' / 'usr' / 'include', EXPLAINED_6_12)
+
+
+def reference_later(headers, fetched=LATER):
+    """fetched's tree; its headers from its kernel build (make headers)."""
+    return ReferenceSelftests(fetched.version, fetched.package, fetched.src, Path(headers), EXPLAINED_LATER,
+                     LATER_SELFTESTS, LATER_HELPERS, skips_need_reason=True)
+
+
 def matches(pattern, subtest):
     """An exact name, or a prefix when it ends with "." or "*"."""
     return subtest == pattern or (pattern.endswith(('.', '*')) and subtest.startswith(pattern.rstrip('*')))
@@ -333,193 +278,147 @@ def explanation(explained, program, subtest):
     return next((why for pattern, why in explained.get(program, ()) if matches(pattern, subtest)), None)
 
 
-@dataclass
-class Subtests:
-    """One program's subtests in a console: name -> pass, fail or skip, in
-    order; its exit status (None: it never ended)."""
-    status: dict = field(default_factory=dict)
-    exit: Optional[int] = None
-
-    def named(self, status):
-        return [n for n, s in self.status.items() if s == status]
-
-
 def subtests(log, prefix='selftests/'):
-    """{program: Subtests} for the programs under /lab/selftests, from the
-    kit's one TAP reader (tap.programs(), which names each subtest's
-    result too). A subtest's name is its result text, directive left out."""
-    return {prog.removeprefix(prefix): Subtests(dict(p.status), p.exit)
-            for prog, p in tap.programs(log, prefix).items()}
+    """{program: tap.Program} for the programs under /lab/selftests, from
+    the kit's one TAP reader: counts, and the names of what failed or was
+    skipped (directive left out), for the explanations."""
+    return {prog.removeprefix(prefix): p for prog, p in tap.programs(log, prefix).items()}
 
 
-def later_cell(program, got, explained=None):
-    """(cell text, unexplained subtests) of one program on one kernel. A
-    failed or skipped subtest is explained or it fails the table."""
-    explained = EXPLAINED_LATER if explained is None else explained
+def cell(program, got, explained, skips_need_reason=False, mark='a'):
+    """(cell text, unexplained subtests) of one program on one kernel:
+    "ok N" (N passed), "+S skip", "+E [mark]" (E failed, or skipped where
+    a skip needs a reason, each explained below the table under the
+    program's mark); "FAIL F/T" when one is not explained."""
     if got is None:
         return 'MISSING', [f'{program}: did not run']
     if got.exit is None:
         return 'NO END', [f'{program}: never finished']
-    bad = [f'{program}: {n}' for n in got.named('fail') + got.named('skip')
-           if not explanation(explained, program, n)]
-    if got.exit not in (0, 4) and not got.named('fail'):
+    owing = got.failed + (got.skips if skips_need_reason else [])
+    bad = [f'{program}: {n}' for n in owing if not explanation(explained, program, n)]
+    if got.exit not in (0, 4) and not got.failed:
         bad.append(f'{program}: exited {got.exit} with no failing subtest')
-    if not got.status:
+    if not got.results:
         bad.append(f'{program}: ran no subtest')
-    counts = [f'{len(got.named("pass"))} passed', f'{len(got.named("skip"))} skipped',
-              f'{len(got.named("fail"))} failed']
     if bad:
-        return f'FAIL ({", ".join(counts)})', bad
-    return (f'{len(got.named("pass"))} passed, {len(got.named("skip"))} skipped, '
-            f'{len(got.named("fail")) + len(got.named("skip"))} explained'), []
+        return f'FAIL {len(owing)}/{got.results}', bad
+    text = f'ok {got.passed}' if got.passed or not got.skipped else 'skipped'
+    if got.skipped and not skips_need_reason and got.passed:
+        text += f' +{got.skipped} skip'
+    if owing:
+        text += f' +{len(owing)} [{mark}]'
+    return text, []
 
 
-def later_table(columns, package, version, explained=None):
-    """The text of selftests-7.2.txt, and whether it is good: every failure
-    or skip explained, every explanation still needed.
-    columns: {kernel: {program: Subtests}}, in the order shown."""
-    explained = EXPLAINED_LATER if explained is None else explained
-    short = package.removeprefix('linux-source-')
-    programs = sorted(set(LATER_SELFTESTS) | {p for c in columns.values() for p in c})
+def selftests_table(columns, reference):
+    """The text of selftests-VERSION.txt, and whether it is good: every
+    failure (and skip, where it needs one) explained, every explanation
+    still needed. columns: {kernel: {program: Subtests}}, in the order
+    shown; the column of the reference kernel itself, if there, must pass
+    with no explanation at all."""
+    v, explained = reference.version, reference.explained
+    programs = sorted(set(reference.only) | {p for c in columns.values() for p in c})
     names = list(columns)
-    labs = [k for k in names if k != short]
-
-    def reasons(kernel):
-        # The reasons are a 6.1 port's: on 7.2 itself every subtest passes.
-        return explained if kernel != short else {}
-
+    labs = [k for k in names if k != v]
+    # One mark per program with explained subtests: a cell's "[b]" leads
+    # to that program's lines below the table.
+    marks = dict(zip([p for p in programs if p in explained], 'abcdefghijklmnopqrstuvwxyz'))
     cells, bad = {}, []
     for k in names:
         for p in programs:
-            cells[k, p], unexplained = later_cell(p, columns[k].get(p), reasons(k))
+            cells[k, p], unexplained = cell(p, columns[k].get(p), explained if k != v else {},
+                                            reference.skips_need_reason, marks.get(p, '?'))
             bad += [f'{k}: {u}' for u in unexplained]
-    width = max(len(p) for p in programs)
+    width = max([len(p) for p in programs] + [8])
     cols = [max([len(k)] + [len(cells[k, p]) for p in programs]) for k in names]
-    lines = textwrap.wrap(f"{short}'s pidfd selftests for what the labs past 6.12 port ({package} "
-                          f"{version}), built against {short}'s headers, on those labs' solution "
-                          f"kernels{f' and on {short} itself' if short in names else ''}. A subtest that "
-                          'failed or was skipped on a lab counts as explained when it is listed below '
-                          'with the reason a 6.1 port cannot pass it; any other fails make reference.', 78)
-    lines += ['',
-             '  '.join([' ' * width] + [k.ljust(c) for k, c in zip(names, cols)]).rstrip()]
+    which = ' for what the labs past 6.12 port' if reference.only else ''
+    whose = "those labs' solution kernels" if reference.only else "each lab's solution kernel"
+    lines = textwrap.wrap(
+        f"{v}'s pidfd selftests{which} ({reference.package} {reference.source_version()}), built "
+        f"against {v}'s headers, on {whose}"
+        f"{f' and on {v} itself' if v in names else ''}. \"ok N\": N of the program's TAP results "
+        'passed; "+N [x]": N failed' + (' or were skipped' if reference.skips_need_reason else '')
+        + ', each explained below under [x]. Any other failure fails make reference.', 78)
+    lines += ['', '  '.join([' ' * width] + [k.ljust(c) for k, c in zip(names, cols)]).rstrip()]
     for p in programs:
         lines.append('  '.join([p.ljust(width)] + [cells[k, p].ljust(c) for k, c in zip(names, cols)]).rstrip())
-    # Each explanation once, with the kernels whose subtest it explains.
+    # Each explanation once, with the kernels whose subtests it explains.
     used = {}
     for k in labs:
         for p in programs:
             got = columns[k].get(p)
-            for n in (got.named('fail') + got.named('skip')) if got else ():
-                why = explanation(explained, p, n)
-                if why:
-                    used.setdefault((p, n, why), []).append(k)
+            owing = (got.failed + (got.skips if reference.skips_need_reason else [])) if got else []
+            for n in owing:
+                for pattern, why in explained.get(p, ()):
+                    if matches(pattern, n):
+                        used.setdefault((p, pattern, why), {}).setdefault(k, None)
+                        break
     if used:
-        lines += ['', 'Explained:']
-        for (p, n, why), ks in used.items():
-            where = '' if ks == labs else f' (on {", ".join(ks)})'
-            lines += textwrap.wrap(f'{p}: {n}{where}: {why}.', 78, initial_indent='  ',
-                                   subsequent_indent='      ')
+        lines += ['']
+        for (p, pattern, why), ks in used.items():
+            where = '' if list(ks) == labs else f' (on {", ".join(ks)})'
+            shown = pattern + '*' if pattern.endswith('.') else pattern
+            lines += textwrap.wrap(f'[{marks[p]}] {p}: {shown}{where}: {why}.', 78,
+                                   subsequent_indent='    ')
     # An explanation is for a subtest that fails: one that passes everywhere
     # (or is not there) is stale, and says so.
     for p, entries in sorted(explained.items()):
-        for pattern, _ in entries:
-            if not any(up == p and matches(pattern, n) for up, n, _ in used):
-                bad.append(f'{p}: {pattern} is explained but did not fail: remove it from EXPLAINED_LATER')
+        if labs and p in programs:
+            for pattern, _ in entries:
+                if not any(up == p and pat == pattern for up, pat, _ in used):
+                    bad.append(f'{p}: {pattern} is explained but did not fail: remove it from kit/upstream.py')
     if bad:
         lines += ['', 'Unexplained:'] + [f'  {b}' for b in bad]
     return '\n'.join(lines) + '\n', not bad
 
 
-@dataclass(frozen=True)
-class SelftestsImage(Image):
-    """A lab's own image (its programs, tests and hooks against its own
-    kernel's headers), whose /lab/selftests are another tree's pidfd
-    selftests built against that tree's headers: only those named in only,
-    when given. What lab.tests=selftests boots for a lab whose programs
-    need uapi the other tree does not have."""
-    selftests_src: Optional[Path] = None
-    selftests_headers: Optional[Path] = None
-    only: tuple = ()
-    # Programs the selftests run from their working directory, as
-    # upstream's runner has it (kselftest runs each in its own folder).
-    helpers: tuple = ()
-
-    def inputs_key(self, *args, **kw):
-        src = Path(self.selftests_src)
-        return stamps.key(super().inputs_key(*args, **kw), ' '.join(self.only + self.helpers), str(src),
-                          stamps.stat_lines([src / 'tools/testing/selftests/pidfd',
-                                             *sorted((src / 'tools/testing/selftests').glob('kselftest*')),
-                                             Path(self.selftests_headers)]))
-
-    def build_selftests(self, stage, output):
-        """All of the tree's pidfd selftests into /lab/selftests; or only
-        those named, with the helpers beside them in /lab/selftests/.run
-        (no program of run-tests' glob), each started there by a
-        two-line script of its name: run-tests runs every program in
-        /tmp, and pidfd_info_test's exec tests exec pidfd_exec_helper
-        from their working directory."""
-        out = Path(stage) / 'selftests'
-        where = out / '.run' if self.only else out
-        where.mkdir(parents=True, exist_ok=True)
-        log = Path(stage) / 'selftests.log'
-        with open(log, 'w') as f:
-            built = output.run(['make', '-s', '-C', Path(self.selftests_src) / 'tools/testing/selftests/pidfd',
-                                f'OUTPUT={where}', f'KHDR_INCLUDES=-isystem {self.selftests_headers}',
-                                'LDFLAGS=-static', *[where / name for name in self.only + self.helpers]],
-                               stdout=f, stderr=subprocess.STDOUT)
-        if not built:
-            output.show(log.read_text(errors='replace'))
-            return output.fail(f'the pidfd selftests of {self.selftests_src} did not build (log above)')
-        log.unlink()
-        for name in self.only:
-            script = out / name
-            script.write_text(f'#!/bin/sh\ncd /lab/selftests/.run && exec ./{name} "$@"\n')
-            script.chmod(0o755)
-        return True
-
-
-def run_later(fetched=LATER, out_file=None, labs=None, extra=None):
-    """Boot fetched's LATER_SELFTESTS on the solution kernel of each lab past
-    6.12's history; write the table to out_file (build/ref/selftests-7.2.txt)
-    and print it; 0 when it is good. extra: {column: console log} of other
-    runs of them (make reference's on 7.2 itself). LabError when the source
-    cannot be fetched."""
-    labs = later_labs() if labs is None else labs
-    if not labs:
-        print(f'kit: no lab past {HISTORY_6_12}: nothing to check against {fetched.package}')
-        return 0
-    ref = build_dir() / 'ref'
-    results = ref / 'results'
+def run_selftests(reference, labs=None, extra=None, out_file=None):
+    """Boot reference's pidfd selftests on each lab's solution kernel
+    (lab.tests=selftests: nothing else runs; the lab's own programs are
+    built against its own kernel's headers, the selftests against the
+    reference's); write the table to out_file
+    (build/ref/selftests-VERSION.txt) and print it; 0 when it is good.
+    extra: {column: console log} of other runs of them (make reference's
+    on the reference kernel itself)."""
+    labs = all_labs() if labs is None else labs
+    v = reference.version
+    if not reference.headers.is_dir():
+        print(f'kit: no {v} headers in {reference.headers}: make reference builds them')
+        return 1
+    results = build_dir() / 'ref' / 'results'
     results.mkdir(parents=True, exist_ok=True)
-    headers = fetched.headers()
     columns = {}
     for lab in labs:
         kernel = which_kernel(lab, 'solution')
         if not kernel.build():
             return 1
-        cpio = fetched.root / f'initramfs-selftests-{lab.number}.cpio'
-        image = SelftestsImage(lab, lab.solution.resolve(), kernel.src, kernel.out,
-                               selftests_src=fetched.src, selftests_headers=headers, only=LATER_SELFTESTS,
-                               helpers=LATER_HELPERS)
+        image = Image(lab, lab.solution.resolve(), kernel.src, kernel.out, selftests=reference.selftests())
+        cpio = image_path(v, lab)
         if not image.build(cpio):
             return 1
-        log = results / f'selftests-{fetched.version}-{lab.name}.log'
+        log = results / f'selftests-{v}-{lab.name}.log'
         rc = Qemu.from_env('test', kernel.bzimage, cpio, log, append='lab.tests=selftests',
-                           name=f'{lab.name} with {fetched.version} selftests', quiet=True).run()
+                           name=f'{lab.name} with {v} selftests', quiet=True).run()
         if rc > 1:
-            print(f"kit: {lab.name} with {fetched.version}'s selftests gave no verdict: see {log}")
+            print(f"kit: {lab.name} with {v}'s selftests gave no verdict: see {log}")
             return 1
         columns[lab.name] = subtests(log)
     for name, log in (extra or {}).items():
-        columns[name] = subtests(log)
-    text, good = later_table(columns, fetched.package, fetched.source_version())
-    out_file = Path(out_file or ref / f'selftests-{fetched.version}.txt')
+        if Path(log).is_file():
+            columns[name] = subtests(log)
+    text, good = selftests_table(columns, reference)
+    out_file = Path(out_file or build_dir() / 'ref' / f'selftests-{v}.txt')
     out_file.write_text(text)
     print(text, end='')
     if not good:
-        print(f"kit: {fetched.version}'s pidfd selftests have failures no one explained (table above; "
-              f'logs in {results}): see EXPLAINED_LATER in kit/upstream.py')
+        print(f"kit: {v}'s pidfd selftests fail without an explanation (table above; logs in {results}): "
+              'see EXPLAINED_* in kit/upstream.py')
     return 0 if good else 1
+
+
+def image_path(version, lab):
+    """The initramfs of lab's programs with version's selftests."""
+    return build_dir() / 'ref' / f'initramfs-selftests-{version}-{lab.number}.cpio'
 
 
 # What ref-checkpolicy.sh dropped, one capability a line, in its folder.
@@ -538,49 +437,8 @@ def checkpolicy_wrapper(ref):
 
 
 def run(ref=None, out_file=None):
-    """Boot 6.12's selftests on every lab's solution kernel (a lab past
-    6.12's history with its programs built against its own headers:
-    SelftestsImage); write the table to out_file
-    (build/ref/selftests-6.12.txt); 0 when every selftest passed."""
-    ref = Path(ref or build_dir() / 'ref')
-    src, kout = ref / 'src', ref / 'out'
-    if not (kout / 'usr' / 'include').is_dir():
-        print(f'kit: no 6.12 headers in {kout}: make reference builds them')
-        return 1
-    version = (src / '.kit-source-version').read_text().strip()
-    per_lab = {}
-    for lab in all_labs():
-        kernel = which_kernel(lab, 'solution')
-        if not kernel.build():
-            return 1
-        cpio = ref / f'initramfs-6.12-selftests-{lab.number}.cpio'
-        env = dict(os.environ, PATH=f'{checkpolicy_wrapper(ref)}:{os.environ["PATH"]}')
-        if lab.number <= HISTORY_6_12:
-            image = Image(lab, lab.solution, src, kout)
-        else:
-            # Lab 05's programs and tests use PIDFD_GET_INFO (6.13): they
-            # build against the lab kernel's own headers, 6.12's selftests
-            # against 6.12's.
-            image = SelftestsImage(lab, lab.solution.resolve(), kernel.src, kernel.out,
-                                   selftests_src=src, selftests_headers=kout / 'usr' / 'include')
-        if not image.build(cpio, env=env):
-            return 1
-        log = ref / 'results' / f'selftests-6.12-{lab.name}.log'
-        log.parent.mkdir(parents=True, exist_ok=True)
-        rc = Qemu.from_env('test', kernel.bzimage, cpio, log, append='lab.tests=selftests',
-                           name=f'{lab.name} with 6.12 selftests', quiet=True).run()
-        if rc > 1:
-            print(f'kit: {lab.name} with 6.12\'s selftests gave no verdict: see {log}')
-            return 1
-        per_lab[lab.name] = verdicts(log)
-    # 6.12 itself, from make reference's own run of it, when there is one.
-    ref_log = ref / 'results' / 'ref-tests.log'
-    if ref_log.is_file():
-        per_lab['6.12'] = verdicts(ref_log)
-    text, good = table(per_lab, version)
-    out_file = Path(out_file or ref / 'selftests-6.12.txt')
-    out_file.write_text(text)
-    print(text, end='')
-    if not good:
-        print(f"kit: 6.12's pidfd selftests do not all pass on every lab (table above; logs in {ref}/results)")
-    return 0 if good else 1
+    """make reference's 6.12 selftests on every lab (python3 -m kit
+    upstream-selftests): with 6.12's own run when make reference made one."""
+    reference = reference_6_12(ref)
+    return run_selftests(reference, extra={'6.12': build_dir() / 'ref' / 'results' / 'ref-tests-6.12.log'},
+                         out_file=out_file)

@@ -950,7 +950,7 @@ class OneParser(unittest.TestCase):
         path = self.write_console(self.CONSOLE)
         statuses = [status for _, status, _ in taplib.parse(path)]
         self.assertEqual(sorted(statuses), ['fail', 'skip'])
-        v = upstream.verdicts(path)['p']
+        v = upstream.subtests(path)['p']
         self.assertEqual((v.passed, v.skipped, v.failed, v.exit), (0, 1, ['y'], 1))
         self.assertEqual(taplib.counts(read(path).splitlines()), (0, 1, 1))
         with contextlib.redirect_stdout(io.StringIO()):

@@ -1082,7 +1082,9 @@ class UpstreamSelftests(unittest.TestCase):
         with tempfile.TemporaryDirectory() as d:
             path = Path(d) / 'c.log'
             path.write_text(log)
-            return upstream.table({'01-x': upstream.verdicts(path)}, 'V')
+            (Path(d) / 'src').mkdir()
+            (Path(d) / 'src' / '.kit-source-version').write_text('V\n')
+            return upstream.selftests_table({'01-x': upstream.subtests(path)}, upstream.reference_6_12(d))
 
     def test_explained_failures_pass_and_say_why(self):
         text, good = self.table(self.LOG.replace('ok 1 wait\n', 'ok 1 wait\nLAB-TEST-END selftests/pidfd_wait exit=0\n'))
@@ -1091,6 +1093,14 @@ class UpstreamSelftests(unittest.TestCase):
         self.assertIn('pidfd_test        ok 1 +1 skip', text)
         self.assertIn('5b08bd408534', text)
         self.assertNotIn('lab_test', text)
+
+    def test_a_name_given_twice_counts_twice(self):
+        """6.12's pidfd_test prints two results under one name: counted
+        by name, the table said "ok 6" for its 8 (a 7 December rewrite)."""
+        log = self.LOG.replace('ok 1 wait\n', 'ok 1 wait\nok 2 wait\nLAB-TEST-END selftests/pidfd_wait exit=0\n')
+        text, good = self.table(log)
+        self.assertTrue(good, text)
+        self.assertIn('pidfd_wait        ok 2', text)
 
     def test_a_selftest_that_never_ended_fails(self):
         text, good = self.table(self.LOG)

@@ -2,6 +2,7 @@
 kernel (kit/upstream.py: Fetched, run_later()'s table, compared_lab()).
 Host only, no network, no VM."""
 import contextlib
+import dataclasses
 import io
 import os
 import stat
@@ -12,6 +13,7 @@ from pathlib import Path
 from unittest import mock
 
 from kit import kbuild, upstream
+from kit.images import Image, Selftests
 from kit.labs import Lab, LabError
 
 # lab 05's solution kernel with 7.2's two selftests (make reference, 7
@@ -55,6 +57,17 @@ LAB05_CONSOLE = textwrap.dedent("""\
     """)
 
 
+def reference(test, explained=None):
+    """7.2's selftests as make reference has them, in a made-up tree."""
+    src = Path(tempfile.mkdtemp())
+    test.addCleanup(lambda: __import__('shutil').rmtree(src))
+    (src / '.kit-source-version').write_text('V\n')
+    fetched = upstream.Fetched('linux-source-7.2', 'trixie-backports')
+    with mock.patch.object(upstream.Fetched, 'src', src):
+        ref = upstream.reference_later(src / 'headers', fetched)
+    return ref if explained is None else dataclasses.replace(ref, explained=explained)
+
+
 class LaterSelftests(unittest.TestCase):
 
     def console(self, text):
@@ -65,16 +78,15 @@ class LaterSelftests(unittest.TestCase):
         return path
 
     def table(self, text, explained=None):
-        return upstream.later_table({'05-x': upstream.subtests(self.console(text))}, 'linux-source-7.2', 'V',
-                                    explained)
+        return upstream.selftests_table({'05-x': upstream.subtests(self.console(text))}, reference(self, explained))
 
     def test_the_subtests_are_named_with_their_status(self):
         got = upstream.subtests(self.console(LAB05_CONSOLE))
         self.assertEqual(sorted(got), ['pidfd_file_handle_test', 'pidfd_info_test'])
         info = got['pidfd_info_test']
         self.assertEqual(info.exit, 1)
-        self.assertEqual(len(info.named('pass')), 4)
-        self.assertEqual(info.named('fail')[:2], ['global.supported_mask_field',
+        self.assertEqual(info.passed, 4)
+        self.assertEqual(info.failed[:2], ['global.supported_mask_field',
                                                   'global.supported_mask_with_other_fields'])
 
     def test_lab05s_run_is_explained_in_full(self):
@@ -82,8 +94,8 @@ class LaterSelftests(unittest.TestCase):
         # failure: the names in EXPLAINED_LATER are upstream's.
         text, good = self.table(LAB05_CONSOLE)
         self.assertTrue(good, text)
-        self.assertIn('pidfd_file_handle_test  8 passed, 0 skipped, 3 explained', text)
-        self.assertIn('pidfd_info_test         4 passed, 0 skipped, 6 explained', text)
+        self.assertIn('pidfd_file_handle_test  ok 8 +3 [a]', text)
+        self.assertIn('pidfd_info_test         ok 4 +6 [b]', text)
         self.assertIn('3941e37f62fe', text)
         self.assertIn('43f0df54c96f', text)
         self.assertNotIn('Unexplained', text)
@@ -93,7 +105,7 @@ class LaterSelftests(unittest.TestCase):
         text, good = self.table(LAB05_CONSOLE.replace('ok 4 pidfd_info.sigkill_reaped',
                                                       'not ok 4 pidfd_info.sigkill_reaped'))
         self.assertFalse(good)
-        self.assertIn('FAIL (3 passed, 0 skipped, 7 failed)', text)
+        self.assertIn('FAIL 7/10', text)
         self.assertIn('05-x: pidfd_info_test: pidfd_info.sigkill_reaped', text)
 
     def test_a_skip_needs_a_reason_too(self):
@@ -113,7 +125,7 @@ class LaterSelftests(unittest.TestCase):
     def test_a_prefix_explains_a_fixtures_every_test(self):
         explained = {'pidfd_info_test': (('pidfd_info.', 'why'), ('global.*', 'why not'))}
         text, good = self.table(LAB05_CONSOLE, explained)
-        self.assertIn('pidfd_info_test         4 passed, 0 skipped, 6 explained', text)
+        self.assertIn('pidfd_info_test         ok 4 +6 [a]', text)
         # pidfd_file_handle_test has no reasons in this table.
         self.assertFalse(good)
         self.assertEqual(upstream.explanation(explained, 'pidfd_info_test', 'global.x'), 'why not')
@@ -189,8 +201,8 @@ class Fetching(unittest.TestCase):
         self.assertEqual(len(calls), 2)
         self.assertTrue(calls[0].endswith('update --error-on=any'))
         self.assertTrue(calls[1].endswith('download linux-source-7.2'))
-        for option in ('Dir::Etc::sourceparts=/nonexistent', f'Dir::State::Lists={self.tmp}/build/ref-7.2/apt/lists',
-                       f'Dir::Cache={self.tmp}/build/ref-7.2/apt/cache'):
+        for option in ('Dir::Etc::SourceParts=-', f'Dir::State::Lists={self.tmp}/build/ref-7.2/apt/lists',
+                       f'Dir::Cache::Archives={self.tmp}/build/ref-7.2/apt/archives', 'Dir::Etc::preferences=/nonexistent'):
             self.assertIn(option, calls[0])
         self.assertNotIn('/etc/apt', ' '.join(calls))
         # Kept: a second run asks apt nothing.
@@ -223,8 +235,6 @@ class Fetching(unittest.TestCase):
         self.assertFalse((self.tmp / 'calls').exists())
 
 
-if __name__ == '__main__':
-    unittest.main()
 
 
 class OnTheReferenceItself(unittest.TestCase):
@@ -238,15 +248,15 @@ class OnTheReferenceItself(unittest.TestCase):
         ref.write_text(LAB05_CONSOLE.replace('not ok', 'ok').replace('ok 9 pidfd_info.thread_group_exec\n',
                                                                       'not ok 9 pidfd_info.thread_group_exec\n'))
         columns = {'05-x': upstream.subtests(lab), '7.2': upstream.subtests(ref)}
-        text, good = upstream.later_table(columns, 'linux-source-7.2', 'V')
+        text, good = upstream.selftests_table(columns, reference(self))
         self.assertFalse(good)
         self.assertIn('7.2: pidfd_info_test: pidfd_info.thread_group_exec', text)
         self.assertIn('and on 7.2 itself', ' '.join(text.split()))
         ref.write_text(LAB05_CONSOLE.replace('not ok', 'ok').replace('exit=1', 'exit=0'))
         columns['7.2'] = upstream.subtests(ref)
-        text, good = upstream.later_table(columns, 'linux-source-7.2', 'V')
+        text, good = upstream.selftests_table(columns, reference(self))
         self.assertTrue(good, text)
-        self.assertIn('11 passed, 0 skipped, 0 explained', text)
+        self.assertIn('pidfd_file_handle_test  ok 8 +3 [a]  ok 11\n', text)
         self.assertNotIn('(on 05-x)', text)
 
 
@@ -263,8 +273,8 @@ class SelftestsImageBuild(unittest.TestCase):
         (pidfd / 'Makefile').write_text('$(OUTPUT)/%:\n\t@echo "$(KHDR_INCLUDES)" >$@\n')
         stage = d / 'stage'
         (stage / 'selftests').mkdir(parents=True)
-        image = upstream.SelftestsImage(Lab('05-x'), d, d / 'lab-src', d / 'lab-out', selftests_src=d / 'src',
-                                        selftests_headers=d / 'hdr', only=('a_test',), helpers=('helper',))
+        image = Image(Lab('05-x'), d, d / 'lab-src', d / 'lab-out',
+                      selftests=Selftests(d / 'src', d / 'hdr', only=('a_test',), helpers=('helper',)))
         with contextlib.redirect_stdout(io.StringIO()):
             self.assertTrue(image.build_selftests(stage, Output()))
         self.assertEqual(sorted(p.name for p in (stage / 'selftests').iterdir()), ['.run', 'a_test'])
@@ -321,3 +331,7 @@ class LaterConfig(unittest.TestCase):
                 'Value requested for CONFIG_FOO not in final .config\n'
                 'Value requested for CONFIG_BAR not in final .config, it says\n')
         self.assertEqual(kbuild.NOT_KEPT.findall(text), ['FS_PIDFD', 'FOO'])
+
+
+if __name__ == '__main__':
+    unittest.main()
