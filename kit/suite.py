@@ -34,6 +34,7 @@ from .labs import KIT, LabError, build_dir, resolve
 from .results import Outcome, Results
 from . import exercises, roundtrip, transcripts, verdicts
 from .tap import Tap, parse as tap_parse
+from .kbuild import GIB, check_space
 from .kernels import which_kernel
 from .vm import Boot, gdb_check
 
@@ -421,11 +422,33 @@ def make_test(names, user):
     one summary of every registered result. user: settings.Settings."""
     from .labs import all_labs
     labs = [resolve(n) for n in names] if names else all_labs()
+    check_space_for(labs, user.debug)
     results = Results()
     for lab in labs:
         LabSuite(lab, results, debug=user.debug, quiet=user.quiet).run()
     say('=== summary')
     return results.summary()
+
+
+# Measured 7 December in a checkout make test had run in: the unpacked
+# source 2.1 GB, each lab 0.6 to 2.8 GB (its kernels, its skeleton's,
+# one tree per kernel mutation), 9.6 GB in all; DEBUG=1 adds a debug
+# kernel and its variants, about 1 GB a lab. A lab run before needs
+# little more.
+SOURCE_NEED = 5 * GIB // 2
+LAB_NEED = 2 * GIB
+DEBUG_NEED = GIB
+RERUN_NEED = GIB // 2
+
+
+def check_space_for(labs, debug):
+    """Stop before the first build when the disk cannot hold the run: a
+    full disk half-way fails every later lab with a page of write errors."""
+    need = 0 if (build_dir() / 'linux').is_dir() else SOURCE_NEED
+    need += sum(RERUN_NEED if (lab.build / 'trees').is_dir() else LAB_NEED for lab in labs)
+    if debug:
+        need += DEBUG_NEED * len(labs)
+    check_space(build_dir(), need, f'make test of {len(labs)} lab{"s" if len(labs) > 1 else ""}')
 
 
 def one_mutation(lab_name, name, out=None):

@@ -2022,6 +2022,26 @@ class Cli(unittest.TestCase):
         self.assertEqual(rc, 1)
         self.assertOneLine(err, 'not found on PATH')
 
+    @unittest.skipUnless(os.geteuid() == 0, 'mounting a small disk needs root (CI is root)')
+    def test_a_disk_too_small_stops_before_the_first_build(self):
+        """CI on 7 December ran make test with 5.6 GiB free: every lab
+        after the disk filled failed in a page of cp and Kbuild errors,
+        11 minutes in. A real 16 MiB disk, as build/."""
+        disk = Path(tempfile.mkdtemp())
+        self.addCleanup(shutil.rmtree, disk)
+        subprocess.run(['mount', '-t', 'tmpfs', '-o', 'size=16m', 'kit-selftest', str(disk)], check=True)
+        self.addCleanup(subprocess.run, ['umount', str(disk)])
+        rc, err, _ = self.main(['test', '01'], env={'BUILD': str(disk)})
+        self.assertEqual(rc, 1)
+        self.assertOneLine(err, 'GiB free on the disk that holds')
+        self.assertIn('make test of 1 lab needs about 4.5 GiB', err)
+        self.assertEqual(list(disk.iterdir()), [], 'nothing written before the refusal')
+        with mock.patch.dict(os.environ, {'BUILD': str(disk)}):
+            with self.assertRaises(kbuild.NoSpace) as cm:
+                kbuild.build(disk / 'src', disk / 'out', [disk / 'x.config'])
+            self.assertIn('a kernel build needs about 1.0 GiB', str(cm.exception))
+            kbuild.check_space(disk / 'out', 1 << 20, 'a small file')
+
     def test_resolve_takes_the_makefile_rule(self):
         for want in ('1', '01', '01-anon', '01-anon-inode'):
             with self.subTest(want=want):
