@@ -1170,7 +1170,8 @@ def use(path, env=None):
     # Absolute, not resolved: Kbuild's files will name it as make does.
     build = Path(os.path.abspath(build_dir()))
     if not path.is_file():
-        raise LabError(f'BUNDLE={path}: no such file')
+        raise LabError(f'BUNDLE={path}: no such file; give the path of the bundle the room '
+                       f'announced, or leave BUNDLE= out to build the kernels here')
     want, given = expected_digest(path, env)
     if already_used(build, want):
         return True

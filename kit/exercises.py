@@ -300,7 +300,8 @@ def sync(lab_dir, state, tree=None):
         print(f'  KEPT     {rel}/{name}: your edits stay; the current skeleton '
               f'is {os.path.relpath(os.path.join(fresh, name))}')
     if solutions:
-        print(f'  SOLUTION {len(solutions)} of {rel}/ hold the reference solution '
+        which = ', '.join(f'{rel}/{n}' for n in sorted(solutions))
+        print(f'  SOLUTION {which} {"holds" if len(solutions) == 1 else "hold"} the reference solution '
               f'(make solution); back to the skeleton: make exercises LAB='
               f'{os.path.basename(lab_dir.rstrip("/"))[:2]} FRESH=1')
 

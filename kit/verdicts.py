@@ -78,7 +78,13 @@ def summary(args):
               + (f', {count["skip"]} skipped' if count['skip'] else ''))
         print('\n'.join(notes)) if notes else None
         if after:
-            print(f'    after the kernel report above ({report.title()}): {len(after)} more')
+            # Failures first: a skip (upstream's selftests after an oops)
+            # is no news of the attendee's code.
+            after.sort(key=lambda line: 'SKIP:' in line)
+            failed_after = sum('SKIP:' not in line for line in after)
+            skipped_after = len(after) - failed_after
+            print(f'    after the kernel report above ({report.title()}): {failed_after} more failed'
+                  + (f', {skipped_after} skipped' if skipped_after else ''))
             print('\n'.join(after[:5]))
             if len(after) > 5:
                 print(f'      ... and {len(after) - 5} more, in {os.path.relpath(path)}')

@@ -283,6 +283,28 @@ class KernelReports(unittest.TestCase):
                 return
         self.fail('no corpus log says "# grouped: yes"')
 
+    def test_skips_after_a_report_are_counted_apart_from_failures(self):
+        """Upstream's selftests after an oops are skipped in the VM
+        (vm/guest/run-tests): the summary says how many failed and how
+        many were skipped, failures listed first."""
+        seen = 0
+        for name, path, head in self.corpus():
+            if 'skipped-after' not in head:
+                continue
+            seen += 1
+            with self.subTest(log=name):
+                with open(path) as f:
+                    console = f.read()
+                self.assertIn('1..0 # SKIP the kernel oopsed earlier', console)
+                self.assertNotIn('# RUN ', console.split('1..0 # SKIP', 1)[1])
+                out = result_of(path)
+                line = next(x for x in out.splitlines() if 'after the kernel report above' in x)
+                self.assertRegex(line, rf'\): [1-9]\d* more failed, {head["skipped-after"]} skipped$')
+                listed = [x.strip().split(':')[0] for x in out.splitlines() if x.startswith('      FAIL:')
+                          or x.startswith('      SKIP:')]
+                self.assertEqual(listed, sorted(listed), 'a skip listed before a failure')
+        self.assertGreaterEqual(seen, 1)
+
 
 
 # A stand-in for qemu-system-x86_64 in console.run(): the guest boots
