@@ -41,7 +41,7 @@ from .labs import KIT, build_dir
 
 MARKER = tap.MARKERS['LAB_CRASH']
 LINE = re.compile(re.escape(MARKER) + r' (\S+) (\S+) code=(-?\d+) pc=0x([0-9a-f]+) addr=0x([0-9a-f]+) '
-                  r'build-id=(\w+)(?: frames=([0-9a-fx?,]+))?')
+                  r'build-id=(\w+)(?: frames=([0-9a-fx?,]+))?( stack-overflow)?')
 # Where a kernel tree keeps its files (the kselftest harness, inlined into
 # every test): not the attendee's.
 KERNEL_TREE = re.compile(r'/build/(?:labs/[^/]+/(?:trees/[^/]+/)?(?:src|out/[^/]+)|linux)/|'
@@ -66,6 +66,7 @@ class Crash:
     where: str = ''             # file:line, as the kit names files
     mine: bool = False          # where is in the attendee's files
     after_assert: bool = False  # right after the harness's failure message
+    overflow: bool = False      # the fault was at the stack's end (crash.c)
 
     @property
     def program(self):
@@ -77,6 +78,9 @@ class Crash:
         """One line: CRASH: SIGSEGV in f at file:line (address 0x0), and
         with @program (or when not decoded to a file) which program."""
         extra = [f'address 0x{self.addr:x}'] if self.signal in ADDRESS_SIGNALS and self.code > 0 else []
+        if self.overflow:
+            extra[-1:] = [f'address 0x{self.addr:x}, past the end of the stack: '
+                          'a function that calls itself without end?']
         if program or not self.where:
             extra.append(self.exe)
         if self.where:
@@ -121,7 +125,8 @@ def find(lines):
         # whatever stale return addresses the stack scan finds below it.
         after_assert = any(tap.HARNESS_FAILURE.search(x) for x in lines[max(0, i - 4):i - 1])
         out.append(Crash(m.group(1), m.group(2), int(m.group(3)), pc, int(m.group(5), 16), m.group(6),
-                         frames or [(pc, True)], i, after_assert=after_assert))
+                         frames or [(pc, True)], i, after_assert=after_assert,
+                         overflow=bool(m.group(8))))
     return out
 
 

@@ -60,6 +60,14 @@ __attribute__((noinline)) void twice(void)
 	free(p);
 	free(last_peer);	/* DOUBLE-FREE */
 }
+
+__attribute__((noinline)) int depth(int n)
+{
+	volatile char frame[64];
+
+	frame[n % 64] = (char)n;
+	return depth(n + 1) + frame[0];	/* NO-END */
+}
 """
 
 # Stands for the kselftest harness's header (a kernel tree's file): its
@@ -70,6 +78,7 @@ HARNESS = r"""#include <stdlib.h>
 int broker_peer(int n);
 unsigned long name_len(const char *s);
 void twice(void);
+int depth(int n);
 
 __attribute__((noinline)) static void failed_assert(void)
 {
@@ -88,6 +97,8 @@ int main(int argc, char **argv)
 		twice();
 	if (!strcmp(what, "assert"))
 		failed_assert();
+	if (!strcmp(what, "recurse"))
+		return depth(argc);
 	return 0;
 }
 """
@@ -146,6 +157,16 @@ class Crashes(unittest.TestCase):
         where = f'{self.exercise}:{line_of(self.exercise, "NULL-WRITE")}'
         self.assertEqual(c.text(), f'CRASH: SIGSEGV in broker_peer at {where} (address 0x0)')
         self.assertTrue(c.mine and c.shown())
+
+    def test_a_recursion_without_end_says_the_stack_ran_out(self):
+        """Its fault is at a function's first line, near the stack
+        pointer: the guest says stack-overflow, the line says why."""
+        c = self.crash('recurse', signal.SIGSEGV)
+        self.assertEqual(c.function, 'depth')
+        self.assertTrue(c.where.startswith(f'{self.exercise}:'), c.where)
+        self.assertTrue(c.overflow)
+        self.assertIn('past the end of the stack: a function that calls itself without end?', c.text())
+        self.assertFalse(self.crash('null', signal.SIGSEGV).overflow)
 
     def test_libc_fault_blames_the_exercise_call(self):
         # strlen(NULL) faults in libc, which keeps no frame pointer: the

@@ -6,7 +6,7 @@
  * decodes with addr2line on the -g binary (kit/crashes.py):
  *
  *   LAB-CRASH <exe> <SIGNAME> code=<si_code> pc=0x.. addr=0x.. build-id=<hex>
- *             frames=0x..,?0x..,0x..
+ *             frames=0x..,?0x..,0x.. [stack-overflow]
  *
  * (one line). frames: the faulting pc, then return addresses, innermost
  * first. Those of the frame-pointer chain are sure (the kit compiles with
@@ -193,7 +193,7 @@ static void lab_crash_handler(int sig, siginfo_t *si, void *ctx)
 	uintptr_t sp = uc->uc_mcontext.gregs[REG_RSP];
 	uintptr_t fp = uc->uc_mcontext.gregs[REG_RBP];
 	uintptr_t addr = (uintptr_t)si->si_addr, top, w, end;
-	int fault = si->si_code > 0, saved = errno, n = 0, fd;
+	int fault = si->si_code > 0, saved = errno, n = 0, fd, overflow;
 	const char *name = "?", *base;
 	struct line l = { .len = 0 };
 	size_t i;
@@ -221,7 +221,8 @@ static void lab_crash_handler(int sig, siginfo_t *si, void *ctx)
 
 	top = stack_top(sp);
 	/* A fault next to the stack pointer: the stack overflowed. */
-	if (sig == SIGSEGV && fault && addr + 65536 > sp && addr < sp + 65536)
+	overflow = sig == SIGSEGV && fault && addr + 65536 > sp && addr < sp + 65536;
+	if (overflow)
 		top = 0;
 	if (top) {
 		int fp_ok = fp >= sp && fp + 16 <= top && !(fp & 7);
@@ -248,6 +249,8 @@ static void lab_crash_handler(int sig, siginfo_t *si, void *ctx)
 			fp = next;
 		}
 	}
+	if (overflow)
+		put(&l, " stack-overflow");
 	put(&l, "\n");
 
 	if (lab_crash_lab[0]) {
