@@ -430,9 +430,9 @@ def make_test(names, user):
     return results.summary()
 
 
-# Measured 7 December in a checkout make test had run in: the unpacked
+# Measured 7 December in a fresh clone after make test: the unpacked
 # source 2.1 GB, each lab 0.6 to 2.8 GB (its kernels, its skeleton's,
-# one tree per kernel mutation), 9.6 GB in all; DEBUG=1 adds a debug
+# one tree per kernel mutation), 9.8 GB in all; DEBUG=1 adds a debug
 # kernel and its variants, about 1 GB a lab. A lab run before needs
 # little more.
 SOURCE_NEED = 5 * GIB // 2
