@@ -98,9 +98,10 @@ def free_bytes(path):
 def check_space(path, need, what):
     free = free_bytes(path)
     if free < need:
-        raise NoSpace(f'{free / GIB:.1f} GiB free on the disk that holds '
-                      f'{shown(Path(path), build_dir())}, and {what} needs about '
-                      f'{need / GIB:.1f} GiB: free some space (make clean removes '
+        path = Path(path).absolute()
+        where = path.relative_to(KIT) if path.is_relative_to(KIT) else path
+        raise NoSpace(f'{free / GIB:.1f} GiB free on the disk that holds {where}/, and {what} '
+                      f'needs about {need / GIB:.1f} GiB: free some space (make clean removes '
                       f"the kit's build products) and run the command again")
 
 
