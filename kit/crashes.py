@@ -77,10 +77,10 @@ class Crash:
     def text(self, program=False):
         """One line: CRASH: SIGSEGV in f at file:line (address 0x0), and
         with @program (or when not decoded to a file) which program."""
-        extra = [f'address 0x{self.addr:x}'] if self.signal in ADDRESS_SIGNALS and self.code > 0 else []
-        if self.overflow:
-            extra[-1:] = [f'address 0x{self.addr:x}, past the end of the stack: '
-                          'a function that calls itself without end?']
+        extra = []
+        if self.signal in ADDRESS_SIGNALS and self.code > 0:
+            extra.append(f'address 0x{self.addr:x}' + (', past the end of the stack: a function that '
+                                                      'calls itself without end?' if self.overflow else ''))
         if program or not self.where:
             extra.append(self.exe)
         if self.where:

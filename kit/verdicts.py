@@ -64,7 +64,7 @@ def summary(args):
                 # finished is the news there, not a consequence.
                 if report and report.from_kernel and prog and starts.get(prog, 0) >= (
                         starts.get(report.test, report.index) if report.test else report.index):
-                    after.append(f'      {status.upper()}: {name}')
+                    after.append((status, f'      {status.upper()}: {name}'))
                 else:
                     notes.append(f'    {status.upper()}: {name}')
                     notes.extend(crashes.lines(placed.pop(name, None), '      '))
@@ -80,12 +80,12 @@ def summary(args):
         if after:
             # Failures first: a skip (upstream's selftests after an oops)
             # is no news of the attendee's code.
-            after.sort(key=lambda line: 'SKIP:' in line)
-            failed_after = sum('SKIP:' not in line for line in after)
-            skipped_after = len(after) - failed_after
-            print(f'    after the kernel report above ({report.title()}): {failed_after} more failed'
+            after.sort(key=lambda a: a[0] == 'skip')
+            skipped_after = sum(status == 'skip' for status, _ in after)
+            print(f'    after the kernel report above ({report.title()}): '
+                  f'{len(after) - skipped_after} more failed'
                   + (f', {skipped_after} skipped' if skipped_after else ''))
-            print('\n'.join(after[:5]))
+            print('\n'.join(line for _, line in after[:5]))
             if len(after) > 5:
                 print(f'      ... and {len(after) - 5} more, in {os.path.relpath(path)}')
         if (notes or after) and path.endswith('.log'):
