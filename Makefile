@@ -185,7 +185,7 @@ reference:
 	$(need-ref-deps)
 	@python3 -m kit reference
 
-# The container path (kit/container.py): no Debian packages on the host.
+# The container path (kit/room/container.py): no Debian packages on the host.
 # CMD comes to the kit in the environment, as make passes command-line
 # variables: quotes in it stay as typed.
 container:

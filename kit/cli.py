@@ -18,12 +18,17 @@ import termios
 import time
 from pathlib import Path
 
-from . import (bench, bundle, container, exercises, images, kernels, kreport, labs, reference, review,
-               settings, suite, transcripts, trees, upstream)
+from .compare import bench, reference, upstream
+from .room import bundle, container
+from .build import exercises, initramfs, kernels, review, trees
+from .report import kreport
+from . import labs, settings
+from .labsuite import suite
+from .book import transcripts
 from .labs import LabError, all_labs, resolve
-from .qemu import Qemu, gdb_command
-from .results import Outcome, Results
-from .vm import Boot
+from .run.qemu import Qemu, gdb_command
+from .report.results import Outcome, Results
+from .run.boot import Boot
 
 
 def flavour_of(user):
@@ -102,7 +107,7 @@ def image_verb(a):
     if not exercises_dir.is_dir():
         raise LabError(f'no exercise folder {a.exercises}')
     kernel = kernels.which_kernel(lab, 'solution', a.flavour)
-    image = images.Image(lab, exercises_dir.resolve(), Path(os.path.abspath(a.kernel_src or kernel.src)),
+    image = initramfs.Image(lab, exercises_dir.resolve(), Path(os.path.abspath(a.kernel_src or kernel.src)),
                          Path(os.path.abspath(a.kernel_out or kernel.out)),
                          resolve(a.tests_lab) if a.tests_lab else None)
     return 0 if image.programs(a.out_dir) else 1
@@ -246,7 +251,7 @@ def run(a, user):
                                                    / flavour))
         return 0
     if v == 'docs-check':
-        from . import docs_check, docs_facts
+        from .book import docs_check, docs_facts
         wrong = docs_facts.problems(labs.KIT)
         for line in wrong:
             print(f'not ok {line}')

@@ -24,11 +24,14 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from kit import console, docs_facts, exercises, kreport, transcripts
+from kit.run import console
+from kit.book import docs_facts, transcripts
+from kit.build import exercises
+from kit.report import kreport
 from kit.labs import LabError
-from kit.results import Outcome
-from kit import tap as taplib
-from kit import verdicts as tap
+from kit.report.results import Outcome
+from kit.report import tap as taplib
+from kit.report import verdicts as tap
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 KIT = os.path.dirname(HERE)
@@ -968,7 +971,8 @@ class OneParser(unittest.TestCase):
         return path
 
     def test_the_readers_agree(self):
-        from kit import review, upstream
+        from kit.build import review
+        from kit.compare import upstream
         path = self.write_console(self.CONSOLE)
         statuses = [status for _, status, _ in taplib.parse(path)]
         self.assertEqual(sorted(statuses), ['fail', 'skip'])
@@ -1110,7 +1114,7 @@ class ReportCorpus(unittest.TestCase):
                                  [])
 
 
-# One made-up report per rule of kit/kreport.py: the lines after the first
+# One made-up report per rule of kit/report/kreport.py: the lines after the first
 # are what its title needs (the trace, the "at:" line). Each fails without
 # its rule.
 T = ['Call Trace:', ' <TASK>']

@@ -1,10 +1,10 @@
 """`make selftest`: a program's crash named at the attendee's line.
 
-vm/guest/crash.c is linked here, as kit/images.py links it into every
+vm/guest/crash.c is linked here, as kit/build/initramfs.py links it into every
 exercise program and test, into a small static -g binary with frame
 pointers; the binary runs on the host and crashes in several ways. Each
 crash must kill it by the same signal as without the reporter, print one
-LAB-CRASH line, and decode (kit/crashes.py, addr2line) to the line of the
+LAB-CRASH line, and decode (kit/report/crashes.py, addr2line) to the line of the
 made-up exercise file that did it: a NULL write in its own code, a NULL
 string handed to libc, a double free that glibc aborts on. An abort()
 from a kselftest-harness-like file is no crash of the attendee's, and a
@@ -22,7 +22,7 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from kit import crashes, tap, verdicts
+from kit.report import crashes, tap, verdicts
 
 KIT = Path(__file__).resolve().parent.parent
 GUEST = KIT / 'vm' / 'guest'
@@ -130,7 +130,7 @@ class Crashes(unittest.TestCase):
         cls.harness.parent.mkdir(parents=True)
         cls.harness.write_text(HARNESS)
         cls.binary = cls.stage / 'tests' / 'broker_test'
-        # The flags of kit/images.py's Image.programs().
+        # The flags of kit/build/initramfs.py's Image.programs().
         cc = ['gcc', '-static', '-O2', '-g', '-fno-omit-frame-pointer', '-fno-optimize-sibling-calls',
               '-Wall', f'-I{GUEST}']
         subprocess.run(cc + ['-o', str(cls.binary), str(GUEST / 'crash.c'), str(cls.exercise),

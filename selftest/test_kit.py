@@ -16,9 +16,14 @@ from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 from unittest import mock
 
-from kit import seed as kit_seed
-from kit import (bench, bundle, container, images, kbuild, kernels, labs, qemu, reference, results, review,
-                 stamps, suite, trees, upstream, vm)
+from kit.build import seed as kit_seed
+from kit.compare import bench, reference, upstream
+from kit.room import bundle, container
+from kit.build import initramfs, kbuild, kernels, review, stamps, trees
+from kit import labs
+from kit.run import boot, qemu
+from kit.report import results
+from kit.labsuite import suite
 
 
 def read(path):
@@ -171,17 +176,17 @@ class WhichKernel(MadeUpKit):
                                           'KIT_KERNEL_SRC': '/y', 'LIVE_DIR': '/z', 'APPEND': 'a=b'}):
             skel = self.kit / 'skel'
             (skel / 'kernel').mkdir(parents=True)
-            boot = vm.Boot(kernels.which_kernel(self.two, 'skeleton', exercises=skel), 'test', skel,
+            run = boot.Boot(kernels.which_kernel(self.two, 'skeleton', exercises=skel), 'test', skel,
                            'skeleton', Path('/l'), append='lab.selftests=0', tests_lab=self.one)
-            env = boot.env()
+            env = run.env()
             self.assertNotIn('TESTS_LAB', env)
             # The initramfs gets the kernel and the tests' lab as fields.
-            image = boot.image()
+            image = run.image()
             self.assertEqual((image.kernel_src, image.kernel_out, image.tests_lab, image.exercises),
                              (self.two.src('skeleton'), self.two.out('default', 'skeleton'), self.one,
                               skel.resolve()))
             # The kernel arguments are the boot's, not the caller's APPEND.
-            q = boot.qemu(env, Path('/l'))
+            q = run.qemu(env, Path('/l'))
             self.assertEqual((q.append, q.live_dir, q.name), ('lab.selftests=0', None, '02-second (default kernel)'))
 
     def test_kbuild_names_an_attendees_files_where_they_edit_them(self):
@@ -206,12 +211,12 @@ class WhichKernel(MadeUpKit):
 
     def test_flavour_boot_settings_yield_to_the_users(self):
         write(self.two.dir / 'flavours/slow.config', '# boot: MEM=1G TIMEOUT=900\n# append: x=1\n')
-        boot = vm.Boot(kernels.which_kernel(self.two, 'solution', 'slow'), 'test', self.two.solution,
+        run = boot.Boot(kernels.which_kernel(self.two, 'solution', 'slow'), 'test', self.two.solution,
                        'solution', append='lab.tests=t')
         with mock.patch.dict(os.environ, {'MEM': '2G'}):
-            env = boot.env()
-        self.assertEqual((env['MEM'], env['TIMEOUT'], boot.kernel_args()), ('2G', '900', 'lab.tests=t x=1'))
-        q = boot.qemu(env, Path('/l'))
+            env = run.env()
+        self.assertEqual((env['MEM'], env['TIMEOUT'], run.kernel_args()), ('2G', '900', 'lab.tests=t x=1'))
+        q = run.qemu(env, Path('/l'))
         self.assertEqual((q.mem, q.timeout), ('2G', 900.0))
 
     def test_unknown_flavour(self):
@@ -219,10 +224,10 @@ class WhichKernel(MadeUpKit):
             kernels.Kernel(self.two, 'nope').flavour_config()
 
     def test_run_limit(self):
-        self.assertEqual(vm.run_limit(self.two), None)
-        with mock.patch.object(vm, 'RUN_SECONDS', self.kit / 'rs'):
+        self.assertEqual(boot.run_limit(self.two), None)
+        with mock.patch.object(boot, 'RUN_SECONDS', self.kit / 'rs'):
             (self.kit / 'rs').write_text('02-second 10\n')
-            self.assertEqual(vm.run_limit(self.two), (10, 120))
+            self.assertEqual(boot.run_limit(self.two), (10, 120))
 
 
 class Ahead(MadeUpKit):
@@ -305,7 +310,7 @@ class RunRecordLock(unittest.TestCase):
                 # Another process on purpose: the lock must say "live" to
                 # make gdb's process, not only to the one that holds it.
                 seen.append(real_run(
-                    [sys.executable, '-c', 'from kit import qemu; r = qemu.live_record(4567); '
+                    [sys.executable, '-c', 'from kit.run import qemu; r = qemu.live_record(4567); '
                      'print(r["bzImage"] if r else "")'],
                     cwd=labs.KIT, capture_output=True, text=True, env=dict(os.environ, BUILD=d)).stdout.strip())
                 return 0
@@ -362,7 +367,7 @@ class GdbResults(unittest.TestCase):
                'KERNEL-TRUTH symbol pidfs_alloc_file ffffffff81234560 T\n')
 
     def results(self, gdb=GDB, console=CONSOLE, rc=0, banner='Linux version 6.1.0 #3 SMP'):
-        return vm.gdb_results('x.gdb', gdb, console, rc, 'c.log', 'g.log', lambda _: [banner])
+        return boot.gdb_results('x.gdb', gdb, console, rc, 'c.log', 'g.log', lambda _: [banner])
 
     def test_running_kernel(self):
         self.assertEqual([ok for ok, _ in self.results()], [True, False, True, True, True])
@@ -943,7 +948,7 @@ class Bundle(unittest.TestCase):
     # --- the packages
 
     def test_a_tampered_deb_is_refused_by_apt(self):
-        """The bundle's archive as apt reads it (kit/bundle.py's sources
+        """The bundle's archive as apt reads it (kit/room/bundle.py's sources
         line and options), made of this machine's signed Debian indexes:
         apt-get update checks InRelease against the Debian keyring and
         Packages against InRelease; apt-get download (what apt-get install
@@ -1125,7 +1130,7 @@ class Suite(MadeUpKit):
         def no_kernel(kernel, log):
             built.append(kernel)
             return False
-        with mock.patch.object(vm.Boot, 'run', side_effect=AssertionError('booted')), \
+        with mock.patch.object(boot.Boot, 'run', side_effect=AssertionError('booted')), \
                 mock.patch.object(suite, 'run', side_effect=AssertionError('ran a check')), \
                 redirect_stdout(io.StringIO()):
             self.assertEqual(suite.LabSuite(self.two, r, build_kernel=no_kernel).run(), (0, 1))
@@ -1139,7 +1144,7 @@ class Suite(MadeUpKit):
         """Its console was never written: make test read it anyway and
         stopped every lab after it with a FileNotFoundError."""
         r = results.Results()
-        with mock.patch.object(vm.Boot, 'run', return_value=results.Outcome.NOT_BUILT), \
+        with mock.patch.object(boot.Boot, 'run', return_value=results.Outcome.NOT_BUILT), \
                 mock.patch.object(suite, 'run', side_effect=AssertionError('ran a check')), \
                 redirect_stdout(io.StringIO()):
             self.assertEqual(suite.LabSuite(self.two, r, build_kernel=lambda kernel, log: True).run(), (0, 1))
@@ -1397,7 +1402,7 @@ class Images(MadeUpKit):
         write(self.two.dir / 'tests/t.c', 'int main(void) { return 0; }\n')
         self.busybox = write(self.kit / 'busybox', '')
         self.busybox.chmod(0o755)
-        self.image = images.Image(self.two, self.two.solution, self.src, self.out)
+        self.image = initramfs.Image(self.two, self.two.solution, self.src, self.out)
 
     def capture(self):
         """Two files for a build's stdout and stderr (its compilers write
@@ -1426,7 +1431,7 @@ class Images(MadeUpKit):
             write(path, text)
             self.assertNotEqual(self.image.inputs_key(self.busybox), key, path)
             key = self.image.inputs_key(self.busybox)
-        other = images.Image(self.two, self.two.solution, self.src, self.out, tests_lab=self.one)
+        other = initramfs.Image(self.two, self.two.solution, self.src, self.out, tests_lab=self.one)
         self.assertNotEqual(other.inputs_key(self.busybox), key)
 
     def test_unchanged_inputs_build_nothing(self):
@@ -1434,12 +1439,12 @@ class Images(MadeUpKit):
         write(cpio, 'old')
         stamps.Stamp(Path(f'{cpio}.key')).write(self.image.inputs_key(self.busybox))
         out, err, text = self.capture()
-        with mock.patch.object(images.subprocess, 'run', side_effect=AssertionError('ran something')):
+        with mock.patch.object(initramfs.subprocess, 'run', side_effect=AssertionError('ran something')):
             self.assertTrue(self.image.build(cpio, stdout=out, stderr=err, busybox=self.busybox))
         self.assertEqual(text(), (f'  INITRD   {cpio} (no input changed since it was built)\n', ''))
 
     def test_kernel_not_built(self):
-        image = images.Image(self.two, self.two.solution, self.src, self.kit / 'nothing')
+        image = initramfs.Image(self.two, self.two.solution, self.src, self.kit / 'nothing')
         out, err, text = self.capture()
         self.assertFalse(image.build(self.kit / 'i.cpio', stdout=out, stderr=err, busybox=self.busybox))
         self.assertFalse(image.programs(self.kit / 'p', stdout=out, stderr=err))
@@ -1452,7 +1457,7 @@ class Images(MadeUpKit):
         write(stage / 'tests/t', '').chmod(0o700)
         write(stage / 'name', '02-second\n').chmod(0o644)
         (stage / 'selftests').mkdir()
-        lines = images.cpio_list(stage, '/bin/busybox', ['bin/busybox', 'bin/sh', 'sbin/poweroff', 'usr/bin/env'],
+        lines = initramfs.cpio_list(stage, '/bin/busybox', ['bin/busybox', 'bin/sh', 'sbin/poweroff', 'usr/bin/env'],
                                  guest='/g')
         self.assertEqual(lines[:2], ['dir /dev 0755 0 0', 'nod /dev/console 0600 0 0 c 5 1'])
         self.assertEqual(lines[12:], [
@@ -1474,13 +1479,13 @@ class Images(MadeUpKit):
             f'file /lab/tests/t {stage}/tests/t 700 0 0',
             'file /lab/bin/run-tests /g/run-tests 0755 0 0',
             'file /lab/bin/kernel-truth /g/kernel-truth 0755 0 0'])
-        self.assertIn('Lab 02-second -- x86_64 VM, kernel 6.1.0-test\n', images.motd(self.two, '6.1.0-test', 'x86_64'))
+        self.assertIn('Lab 02-second -- x86_64 VM, kernel 6.1.0-test\n', initramfs.motd(self.two, '6.1.0-test', 'x86_64'))
 
     def test_programs_warnings_of_an_untouched_skeleton_are_counted(self):
         skeleton = 'int main(void)\n{\n\tint unused;\n\treturn 0;\n}\n'
         exercises = write(self.kit / 'ex/prog.c', skeleton).parent
         write(self.two.build / 'exercise-state/skel/prog.c', skeleton)
-        image = images.Image(self.two, exercises, self.src, self.out)
+        image = initramfs.Image(self.two, exercises, self.src, self.out)
         live = self.kit / 'live'
         out, err, text = self.capture()
         self.assertTrue(image.programs(live, stdout=out, stderr=err))
@@ -1890,7 +1895,7 @@ class SeedTree(unittest.TestCase):
             write(os.path.join(seed, 'f.h'), 'patched\n')
             git(seed, 'commit', '-q', '-am', 'patch')
             git(base, 'worktree', 'add', '-q', '--detach', new, 'pristine')
-            # The new tree's f.h is the base tree's file, as kit/trees.py makes it.
+            # The new tree's f.h is the base tree's file, as kit/build/trees.py makes it.
             os.replace(os.path.join(new, 'f.h'), os.path.join(new, 'f.h.x'))
             os.link(os.path.join(base, 'f.h'), os.path.join(new, 'f.h'))
             os.remove(os.path.join(new, 'f.h.x'))

@@ -1,5 +1,5 @@
 """make reference's check of the labs past 6.12 against a later Debian
-kernel (kit/upstream.py: Fetched, run_later()'s table, compared_lab()).
+kernel (kit/compare/upstream.py: Fetched, run_later()'s table, compared_lab()).
 Host only, no network, no VM."""
 import contextlib
 import dataclasses
@@ -12,8 +12,9 @@ import unittest
 from pathlib import Path
 from unittest import mock
 
-from kit import kbuild, upstream
-from kit.images import Image, Selftests
+from kit.build import kbuild
+from kit.compare import upstream
+from kit.build.initramfs import Image, Selftests
 from kit.labs import Lab, LabError
 
 # lab 05's solution kernel with 7.2's two selftests (make reference, 7
@@ -289,7 +290,7 @@ class LaterParityTable(unittest.TestCase):
     """ref_table's LATER reference: lab 05 next to 7.2."""
 
     def test_a_value_that_varies_and_the_lab_tests_that_fail_on_72(self):
-        from kit import ref_table
+        from kit.compare import ref_table
         d = Path(tempfile.mkdtemp())
         self.addCleanup(lambda: __import__('shutil').rmtree(d))
         lab_par, ref_par = d / 'lab.par', d / 'ref.par'

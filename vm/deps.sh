@@ -7,7 +7,7 @@
 # "reference" adds what only `make reference` and `make bench` need: the
 # 6.12 source, a large download attendees can do without, and the Debian
 # archive keyring, with which make reference checks the linux-source-7.2
-# it fetches itself (kit/upstream.py: no package of this Debian 12's own
+# it fetches itself (kit/compare/upstream.py: no package of this Debian 12's own
 # sources, so not one apt-get install could add); "docs" is only
 # what `make docs` needs, so that a reader can build the book without the
 # kernel source and QEMU; "docs-check" adds the headless browser of
@@ -32,7 +32,7 @@ packages=(
 	qemu-system-x86 busybox-static
 	# lab 04: the SELinux policy compiler
 	checkpolicy
-	# instructors, CI; sparse: make sparse (kit/review.py) checks the series as maintainers do
+	# instructors, CI; sparse: make sparse (kit/build/review.py) checks the series as maintainers do
 	gdb shellcheck sparse
 	# the book
 	"${docs[@]}"

@@ -9,7 +9,7 @@
 #                                 mode (static, against the kernel's headers)
 #   STAGE_DIR/bin/pidfd_probe     which pidfd operations SELinux allows
 #
-# kit/images.py runs this for lab 04 and every later lab, and copies
+# kit/build/initramfs.py runs this for lab 04 and every later lab, and copies
 # STAGE_DIR to /lab in the initramfs.
 set -euo pipefail
 src=${1:?usage: initramfs.sh KERNEL_SRC KERNEL_OUT STAGE_DIR}

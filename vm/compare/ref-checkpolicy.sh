@@ -5,7 +5,7 @@
 # policy.conf that the kernel's own mdp tool writes. 6.12's mdp names
 # policy capabilities that Debian 12's checkpolicy (3.4) does not know yet
 # (userspace_initial_context, ...), and checkpolicy refuses the whole file.
-# make reference (kit/reference.py) puts this script first on PATH, as `checkpolicy`, while it
+# make reference (kit/compare/reference.py) puts this script first on PATH, as `checkpolicy`, while it
 # builds the 6.12 initramfs: a compile that fails on an unknown capability
 # is retried without that `policycap` line, and the name is appended to
 # policycaps-dropped (one a line) in the folder of the name it was run by,

@@ -1,6 +1,6 @@
-# Does `make gdb` debug the kernel that runs? make test (kit/vm.py, gdb_check) boots a lab
+# Does `make gdb` debug the kernel that runs? make test (kit/run/boot.py, gdb_check) boots a lab
 # the way `make lab` does, from a tree that is not the lab's reference one
-# (the skeleton's), and runs this script through make gdb's command (kit/qemu.py). gdb says where
+# (the skeleton's), and runs this script through make gdb's command (kit/run/qemu.py). gdb says where
 # it stopped and which vmlinux it loaded; the guest's /proc/version and
 # /proc/kallsyms say what really runs, and make test compares the two.
 #

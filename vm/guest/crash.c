@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The crash reporter linked into every exercise program and lab test
- * (kit/images.py). A program killed by SIGSEGV, SIGBUS, SIGFPE, SIGILL,
+ * (kit/build/initramfs.py). A program killed by SIGSEGV, SIGBUS, SIGFPE, SIGILL,
  * SIGABRT, SIGTRAP or SIGSYS first says where, in one line that the host
- * decodes with addr2line on the -g binary (kit/crashes.py):
+ * decodes with addr2line on the -g binary (kit/report/crashes.py):
  *
  *   LAB-CRASH <exe> <SIGNAME> code=<si_code> pc=0x.. addr=0x.. build-id=<hex>
  *             frames=0x..,?0x..,0x.. [stack-overflow]

@@ -11,7 +11,7 @@
  *
  *   LAB-TEST-LEFTOVER <pid> <name>
  *
- * which run-tests' reader (kit/tap.py) counts as a failure of the
+ * which run-tests' reader (kit/report/tap.py) counts as a failure of the
  * test, and is then killed and reaped. So a failed test cannot keep a
  * pipe open (`run-tests | tail` ends) or leave processes for `ps` to show.
  *

@@ -3,8 +3,8 @@
  * The lines the VM prints for the host to find, defined once.
  *
  * Guest C programs include this file. The initramfs carries a shell copy
- * of it (/lab/markers, made by kit/images.py) for init and
- * run-tests, and the host reads it here, through kit/tap.py. A
+ * of it (/lab/markers, made by kit/build/initramfs.py) for init and
+ * run-tests, and the host reads it here, through kit/report/tap.py. A
  * marker always starts a console line and is followed by one space and
  * its fields.
  */

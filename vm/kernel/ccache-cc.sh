@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Kbuild's CC (kit/kbuild.py): gcc through ccache, in depend mode for
+# Kbuild's CC (kit/build/kbuild.py): gcc through ccache, in depend mode for
 # C files.
 #
 # On a miss, ccache's default (preprocessor) mode runs the preprocessor

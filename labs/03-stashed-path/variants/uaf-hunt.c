@@ -9,7 +9,7 @@
  * chapter, "Seeing the use-after-free", has what it found. To run it by
  * hand: build it static (gcc -static -O2 -pthread), add it to the lab 03
  * initramfs as /lab/bin/uaf-hunt (a second cpio archive appended to the
- * first, as kit/reference.py's with_probes() does), and boot the debug kernel of the
+ * first, as kit/compare/reference.py's with_probes() does), and boot the debug kernel of the
  * variant stash-outside-rcu with MEM=1G and lab.mode=run
  * lab.run=/lab/bin/uaf-hunt kasan_multi_shot:
  *
