@@ -1114,7 +1114,7 @@ class ReportCorpus(unittest.TestCase):
                                  [])
 
 
-# One made-up report per rule of kit/report/kreport.py: the lines after the first
+# One made-up report per rule of kit/report/kreport/: the lines after the first
 # are what its title needs (the trace, the "at:" line). Each fails without
 # its rule.
 T = ['Call Trace:', ' <TASK>']
