@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from .compare import bench, reference, upstream
-from .room import bundle, container
+from .room import bundle, container, room_check
 from .build import exercises, initramfs, kernels, review, trees
 from .report import kreport
 from . import labs, settings
@@ -263,7 +263,7 @@ def run(a, user):
     if v == 'bench':
         return bench.run(user.only, user.rounds, update=user.update)
     if v == 'room-check':
-        return bundle.bench(a.out, labs=[], debs=False)
+        return room_check.bench(a.out, labs=[], debs=False)
     if v == 'bundle':
         bundle.make(a.out, debs=user.debs)
         return 0

@@ -18,7 +18,7 @@ from unittest import mock
 
 from kit.build import seed as kit_seed
 from kit.compare import bench, reference, upstream
-from kit.room import bundle, container
+from kit.room import archive, bundle, container, relocate, tar_gate
 from kit.build import initramfs, kbuild, kernels, review, stamps, trees
 from kit import labs
 from kit.run import boot, qemu
@@ -522,7 +522,7 @@ class Bundle(unittest.TestCase):
         self.tmp = tempfile.TemporaryDirectory()
         self.d = Path(self.tmp.name)
         self.lab = labs.all_labs()[-1].name
-        for patch in (mock.patch.object(bundle, 'missing_packages', return_value=[]),
+        for patch in (mock.patch.object(archive, 'missing_packages', return_value=[]),
                       mock.patch.object(bundle, 'machine', return_value=dict(self.here))):
             patch.start()
             self.addCleanup(patch.stop)
@@ -903,8 +903,8 @@ class Bundle(unittest.TestCase):
         (out / 'source').symlink_to('/old/build/labs/01-x/src')
         os.utime(cmd, ns=(1, 1_000_000_123))
         manifest = {'build': '/old/build', 'kit': '/old/kit', 'paths': ['labs/01-x/out/default']}
-        with mock.patch.object(bundle, 'KIT', Path('/new/kit')):
-            self.assertEqual(bundle.relocate(manifest, build), 1)
+        with mock.patch.object(relocate, 'KIT', Path('/new/kit')):
+            self.assertEqual(relocate.relocate(manifest, build), 1)
         self.assertEqual(cmd.read_text(), f'cmd := /new/kit/vm/kernel/cc -I{build}/labs/01-x/src/include\n')
         self.assertEqual(cmd.stat().st_mtime_ns, 1_000_000_123)
         self.assertIn(b'/old/build', blob.read_bytes())
@@ -919,8 +919,8 @@ class Bundle(unittest.TestCase):
         cmd = write(out / 'fs' / '.open.o.cmd', f'cmd := {old}/vm/kernel/cc -I{old}/build/labs/01-x/src\n')
         (out / 'source').symlink_to(f'{old}/build/labs/01-x/src')
         manifest = {'build': f'{old}/build', 'kit': str(old), 'paths': ['labs/01-x/out/default']}
-        with mock.patch.object(bundle, 'KIT', kit):
-            bundle.relocate(manifest, kit / 'build')
+        with mock.patch.object(relocate, 'KIT', kit):
+            relocate.relocate(manifest, kit / 'build')
         self.assertEqual(cmd.read_text(), f'cmd := {kit}/vm/kernel/cc -I{kit}/build/labs/01-x/src\n')
         self.assertEqual(os.readlink(out / 'source'), f'{kit}/build/labs/01-x/src')
 
@@ -933,7 +933,7 @@ class Bundle(unittest.TestCase):
             self.git('worktree', 'add', '-q', '--detach', str(old / tree), 'pristine', cwd=old / 'linux')
         new.parent.mkdir()
         subprocess.run(['cp', '-a', str(old), str(new)], check=True)
-        trees = bundle.relink_worktrees({'build': str(old), 'paths': ['linux', 'labs/01-x/src']}, new)
+        trees = relocate.relink_worktrees({'build': str(old), 'paths': ['linux', 'labs/01-x/src']}, new)
         self.assertEqual(trees, ['labs/01-x/src'])
         subprocess.run(['git', '-C', str(new / 'linux'), 'worktree', 'prune'], check=True)
         self.assertEqual(Path(self.git('rev-parse', '--git-common-dir', cwd=new / 'labs/01-x/src')).resolve(),
@@ -948,7 +948,7 @@ class Bundle(unittest.TestCase):
     # --- the packages
 
     def test_a_tampered_deb_is_refused_by_apt(self):
-        """The bundle's archive as apt reads it (kit/room/bundle.py's sources
+        """The bundle's archive as apt reads it (kit/room/archive.py's sources
         line and options), made of this machine's signed Debian indexes:
         apt-get update checks InRelease against the Debian keyring and
         Packages against InRelease; apt-get download (what apt-get install
@@ -957,13 +957,13 @@ class Bundle(unittest.TestCase):
         changed InRelease and a changed Packages. No root side effect:
         every folder apt writes is the test's."""
         arch = bundle.machine()['arch']
-        if not (shutil.which('apt-get') and bundle.KEYRING.is_file() and Path(bundle.APT_HELPER).exists()):
+        if not (shutil.which('apt-get') and archive.KEYRING.is_file() and Path(archive.APT_HELPER).exists()):
             self.skipTest('no apt, apt-helper or Debian keyring here')
-        suites = sorted(bundle.debian_suites(arch), key=lambda s: s[2].stat().st_size)
+        suites = sorted(archive.debian_suites(arch), key=lambda s: s[2].stat().st_size)
         if not suites:
-            self.skipTest(f'no signed Debian index in {bundle.LISTS}')
+            self.skipTest(f'no signed Debian index in {archive.LISTS}')
         suite, inrelease, listed = suites[0]
-        data = subprocess.run([bundle.APT_HELPER, 'cat-file', str(listed)], capture_output=True, check=True).stdout
+        data = subprocess.run([archive.APT_HELPER, 'cat-file', str(listed)], capture_output=True, check=True).stdout
         # A package whose genuine .deb this machine keeps, if any: apt
         # must take that one, and refuse it with one byte changed.
         cache, genuine = Path('/var/cache/apt/archives'), None
@@ -972,7 +972,7 @@ class Bundle(unittest.TestCase):
             f = re.search(r'^Filename: (\S+)$', stanza, re.M)
             if f and (cache / Path(f.group(1)).name).is_file():
                 h = re.search(r'^SHA256: (\S+)$', stanza, re.M).group(1)
-                if bundle.file_digest(cache / Path(f.group(1)).name) == h:
+                if stamps.file_digest(cache / Path(f.group(1)).name) == h:
                     genuine = (cache / Path(f.group(1)).name).read_bytes()
                     break
         else:
@@ -981,7 +981,7 @@ class Bundle(unittest.TestCase):
         filename = re.search(r'^Filename: (\S+)$', stanza, re.M).group(1)
         size = int(re.search(r'^Size: (\d+)$', stanza, re.M).group(1))
 
-        def archive(tamper=None):
+        def an_archive(tamper=None):
             root = self.d / f'archive-{tamper}'
             where = root / 'dists' / suite / 'main' / f'binary-{arch}'
             where.mkdir(parents=True)
@@ -1004,25 +1004,25 @@ class Bundle(unittest.TestCase):
             for d in ('lists/partial', 'archives/partial', 'dl'):
                 (work / d).mkdir(parents=True)
             sources = work / 'bundle.list'
-            sources.write_text(bundle.archive_sources(root, [suite], arch))
+            sources.write_text(archive.archive_sources(root, [suite], arch))
             self.assertNotIn('trusted=yes', read(sources))
-            return ['apt-get', *bundle.apt_options(work, sources)], work
+            return ['apt-get', *archive.apt_options(work, sources)], work
 
         def run(cmd, cwd):
             return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
         for tamper, said in (('InRelease', 'not signed'), ('Packages', 'Hash Sum mismatch')):
-            apt, work = archive(tamper)
+            apt, work = an_archive(tamper)
             p = run([*apt, 'update'], work)
             with self.subTest(tamper=tamper):
                 self.assertNotEqual(p.returncode, 0, p.stdout + p.stderr)
                 self.assertIn(said, p.stdout + p.stderr)
         if genuine:
-            apt, work = archive(None)
+            apt, work = an_archive(None)
             self.assertEqual(run([*apt, 'update'], work).returncode, 0)
             p = run([*apt, 'download', name], work / 'dl')
             self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
             self.assertEqual(len(list((work / 'dl').iterdir())), 1)
-        apt, work = archive('deb')
+        apt, work = an_archive('deb')
         p = run([*apt, 'update'], work)
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
         p = run([*apt, 'download', name], work / 'dl')
@@ -1042,9 +1042,9 @@ class Bundle(unittest.TestCase):
                 for f in sorted(root.rglob('*')):
                     if f.is_file():
                         t.add(f, 'debs/' + str(f.relative_to(root)))
-            members = bundle.outer_members(out)
+            members = tar_gate.outer_members(out)
             try:
-                bundle.verify_debs(out, members, dict(debs=True, suites=[suite], arch=arch))
+                archive.verify_debs(out, members, dict(debs=True, suites=[suite], arch=arch))
             except labs.LabError as e:
                 return str(e)
             return None

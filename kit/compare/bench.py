@@ -17,7 +17,7 @@ reports: how fast and how well the kit names an attendee's broken kernel
 
 room: a room's bundle (issue 32): make bundle here, after make ahead, then
   a fresh clone with BUNDLE=, no network and an empty ccache, to the last
-  lab's VM and then every other lab's (bundle.bench).
+  lab's VM and then every other lab's (room_check.bench).
 
 goals: the attendee's and CI's waits against their goals (issue 11), on
   fresh clones of the kit's last commit with empty ccaches of their own:
@@ -44,7 +44,7 @@ from contextlib import redirect_stdout
 from pathlib import Path
 
 from . import bench_table, upstream
-from ..room import bundle
+from ..room import room_check
 from ..build import kbuild
 from ..labsuite import suite
 from ..report import verdicts
@@ -168,7 +168,7 @@ class Bench:
 
     def room(self):
         try:
-            bundle.bench(self.outdir)
+            room_check.bench(self.outdir)
         except LabError as e:
             print(f'kit: {e}', file=sys.stderr)
 

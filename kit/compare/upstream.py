@@ -29,7 +29,7 @@ import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..room.bundle import KEYRING, apt_options
+from ..room.archive import KEYRING, apt_options
 from ..build.initramfs import Image, Selftests
 from ..build.kernels import SCRIPTS, which_kernel
 from ..labs import LabError, all_labs, build_dir, held, note
@@ -92,7 +92,7 @@ class Fetched:
 
     def apt_command(self, sources):
         """apt-get on its own sources, lists and cache, as make bundle's
-        archive is read (bundle.apt_options()); nor the system's pins,
+        archive is read (archive.apt_options()); nor the system's pins,
         which could hide the package (an empty folder: apt warns about a
         missing parts folder)."""
         apt = self.root / 'apt'
