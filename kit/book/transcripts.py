@@ -128,6 +128,14 @@ def normalize(text):
 KERNEL_LINE = re.compile(r'^\[\s*\d+\.\d+\] ')
 
 
+def write(path, text):
+    """A transcript for the book: text as make check showed it, what varies
+    masked."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, 'w') as f:
+        f.write(normalize(text + '\n'))
+
+
 def extract(log, out_dir, prefix=''):
     os.makedirs(out_dir, exist_ok=True)
     name, buf = None, []

@@ -374,8 +374,10 @@ class MutationCheck:
             for attempt in range(1, self.TRIES + 1):
                 if boot.run() == Outcome.NOT_BUILT:
                     return self.not_built(tap)
-                verdicts.must_report(str(log), str(tap), v.name, str(src), v.must_report,
-                                     str(transcript) if transcript else None, far=v.report_far)
+                seen = verdicts.must_report(str(log), str(tap), v.name, str(src), v.must_report,
+                                            far=v.report_far)
+                if transcript and seen:
+                    transcripts.write(transcript, seen)
                 if all_ok(tap):
                     break
                 if attempt < self.TRIES:
@@ -395,8 +397,10 @@ class MutationCheck:
         if v.must_report:
             report_tap = self.results.add(f'{lab.name}/mutant-{v.name}.report.tap',
                                           self.res / f'mutant-{v.name}.report.tap')
-            verdicts.must_report(str(log), str(report_tap), v.name, str(src), v.must_report,
-                                 str(transcript) if transcript else None, far=v.report_far)
+            seen = verdicts.must_report(str(log), str(report_tap), v.name, str(src), v.must_report,
+                                        far=v.report_far)
+            if transcript and seen:
+                transcripts.write(transcript, seen)
             return all_ok(tap) and all_ok(report_tap)
         # A crash of a program: named under the failing test, where.
         if v.must_crash:
