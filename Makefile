@@ -151,8 +151,14 @@ test:
 
 # The TAP counts, exercise rendering, transcript masking, build progress
 # and run records: what make test believes, checked on known answers.
+# Then the kit's own code: pyflakes (unused or undefined names) and mypy
+# (the types it can infer and the annotations there are).
 selftest:
 	@python3 -m unittest discover -s selftest -t .
+	@command -v pyflakes3 >/dev/null && command -v mypy >/dev/null || \
+		{ echo "make selftest: pyflakes3 or mypy is missing: make deps installs them" >&2; exit 1; }
+	@pyflakes3 kit selftest
+	@mypy --cache-dir build/mypy kit
 
 checkpatch:
 	@python3 -m kit checkpatch

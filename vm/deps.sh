@@ -34,6 +34,8 @@ packages=(
 	checkpolicy
 	# instructors, CI; sparse: make sparse (kit/build/review.py) checks the series as maintainers do
 	gdb shellcheck sparse
+	# make selftest: the harness's own code checked
+	pyflakes3 mypy
 	# the book
 	"${docs[@]}"
 )

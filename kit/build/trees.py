@@ -21,7 +21,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import ClassVar, Optional
 
 from ..labs import KIT, Lab, LabError, build_dir, held, labs_upto, note
 from ..output import checked
@@ -57,7 +57,7 @@ class Pristine:
     """build/linux: the tarball, unpacked and committed."""
     tarball: Path = Path('/usr/src/linux-source-6.1.tar.xz')
     version: Optional[str] = None   # of the installed package; None: ask dpkg
-    said = set()                    # SOURCE lines this process printed (a ClassVar)
+    said: ClassVar[set[str]] = set()    # SOURCE lines this process printed
 
     @property
     def path(self):

@@ -43,7 +43,7 @@ KNOWN = {
 # Lab tests that fail on one kernel for a known reason: (kernel, the
 # failure as tap.parse() names it) -> why. kernel is 'port' or '6.12'.
 # Any other failure fails `make reference`.
-KNOWN_FAILURES = {
+KNOWN_FAILURES: dict[tuple[str, str], str] = {
 }
 
 # Config symbols of the labs' fragments that 6.12 does not have.

@@ -37,6 +37,7 @@ import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
+from typing import ClassVar, Optional
 from pathlib import Path
 
 from ..build import kbuild
@@ -64,7 +65,7 @@ class ReferenceTree:
     version = ''            # 6.12, 7.2
     package = ''            # linux-source-6.12
     parity_name = ''        # the table's file, in build/ref/ and the book
-    reference = None        # ref_table's record of known differences
+    reference: ClassVar[Optional[ref_table.Reference]] = None    # its known differences (ref_table)
 
     @property
     def src(self):
