@@ -1509,6 +1509,33 @@ class ReportSummary(unittest.TestCase):
         self.assertEqual(self.summary(report)[1], '  task t (pid 53), before any test ran')
         self.assertIsNone(kreport.find([begin, end] + report)[0].test)
 
+    def test_a_report_outside_every_test_fails_the_run(self):
+        """Issue 48: a fault that fired only in the demo program (after
+        every test had passed) was shown, then "47 passed, 0 failed" and
+        exit 0. A report anywhere in the console fails the run, and the
+        last line says so."""
+        d = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, d)
+        passing = ['LAB-TEST-BEGIN tests/t', 'TAP version 13', 'ok 1 t.one', '1..1', 'LAB-TEST-END tests/t exit=0']
+        for where, lines in (('in the demo', passing + ['LAB-DEMO-BEGIN /lab/bin/supervisor'] +
+                              stamped(RULES[0][0]) + ['LAB-DEMO-END /lab/bin/supervisor exit=139']),
+                             ('between two tests', passing[:-1] + stamped(RULES[0][0]) + passing[-1:]),
+                             ('at shutdown', passing + stamped(RULES[0][0]))):
+            with self.subTest(where):
+                log = os.path.join(d, 'check.log')
+                write(log, '\n'.join(lines) + '\n')
+                kreport.write_record(log + '.json', log, '/nonexistent/vmlinux', d)
+                with contextlib.redirect_stdout(io.StringIO()) as said:
+                    self.assertEqual(tap.summary([f'x={log}']), 1)
+                last = said.getvalue().splitlines()[-1]
+                self.assertRegex(last, r'^1 passed, 1 failed \(the kernel reported a bug: \S')
+                self.assertIn('FAIL: the kernel reported a bug during this run', said.getvalue())
+        # The same console without the report passes.
+        write(log, '\n'.join(passing) + '\n')
+        with contextlib.redirect_stdout(io.StringIO()) as said:
+            self.assertEqual(tap.summary([f'x={log}']), 0)
+        self.assertEqual(said.getvalue().splitlines()[-1], '1 passed, 0 failed')
+
     def test_the_time_limit_after_a_report_says_so(self):
         lines = stamped(RULES[0][0]) + [kreport.REGS_BEGIN + ' the time limit, 9 s: ...', 'CPU#0',
                                         'RIP=ffffffff8101b63e RFL=00000246 CPL=0 HLT=1', 'CS =0010 0',

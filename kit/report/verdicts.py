@@ -22,6 +22,7 @@ read by tap.parse().
 import glob
 import os
 import re
+import sys
 
 from ..labs import KIT
 from . import crashes, kreport, tap
@@ -40,7 +41,7 @@ def kernel_report(path):
 
 def summary(args):
     total = {'pass': 0, 'fail': 0, 'skip': 0}
-    logs = []
+    logs, reported = [], []
     for arg in args:
         label, _, path = arg.rpartition('=')
         count = {'pass': 0, 'fail': 0, 'skip': 0}
@@ -49,6 +50,12 @@ def summary(args):
         if report_text:
             # First: what the kernel said went wrong, and where.
             print('\n'.join('  ' + line for line in report_text.splitlines()))
+            # A report is never a pass, wherever it came: in a test,
+            # between two, in a demo program, at shutdown.
+            count['fail'] += 1
+            reported.append(report.title())
+            notes.append(f'    FAIL: the kernel reported a bug during this run ({report.title()}), '
+                         f'{kreport.when(report)}')
         starts = {}
         # A program killed by a signal: where, under its failing test.
         placed, apart = crashes.under_results(path)
@@ -94,11 +101,16 @@ def summary(args):
     line = f'{total["pass"]} passed, {total["fail"]} failed'
     if total['skip']:
         line += f', {total["skip"]} skipped'
+    if reported:
+        line += (f' (the kernel reported a bug: {reported[0]}' +
+                 (f', and {len(reported) - 1} more runs did' if len(reported) > 1 else '') + ')')
     if logs and len(args) == 1:
         # One run (make check): where its assertions and console are.
         print(f'  the tests\' messages and the whole console: {logs[0]}')
-    print(line)
-    return 1 if total['fail'] or total['pass'] == 0 else 0
+    rc = 1 if total['fail'] or total['pass'] == 0 else 0
+    red = rc and sys.stdout.isatty()
+    print(f'\033[1;31m{line}\033[0m' if red else line)
+    return rc
 
 
 def skeleton(log, out):

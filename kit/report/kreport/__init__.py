@@ -60,9 +60,9 @@ from .kinds import oops_line, stuck_line
 from .record import read_record, write_record
 from .registers import REGS_BEGIN, REGS_END, STACK, Registers
 from .report import Report
-from .summary import after, show, summary, summary_of_record
+from .summary import after, show, summary, summary_of_record, when
 from .symbolise import path_in_tree
 
 __all__ = ['REGS_BEGIN', 'REGS_END', 'STACK', 'Registers', 'Report', 'after', 'find', 'kernel_line', 'oops_line',
            'path_in_tree', 'read_lines', 'read_record', 'show', 'stuck_line', 'summary', 'summary_of_record',
-           'write_record']
+           'when', 'write_record']
