@@ -61,6 +61,19 @@ __attribute__((noinline)) void twice(void)
 	free(last_peer);	/* DOUBLE-FREE */
 }
 
+__attribute__((noinline)) int spin(int n)
+{
+	volatile int x = n;
+
+	while (x > 0) x = x * 2 % 1000003 + 1;	/* SPIN: one line, wherever the pc is in it */
+	return x;
+}
+
+__attribute__((noinline)) int wait_forever(void)
+{
+	return pause();		/* PAUSE */
+}
+
 __attribute__((noinline)) int depth(int n)
 {
 	volatile char frame[64];
@@ -74,11 +87,15 @@ __attribute__((noinline)) int depth(int n)
 # abort() ends a failed ASSERT, and is no crash of the attendee's.
 HARNESS = r"""#include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 int broker_peer(int n);
 unsigned long name_len(const char *s);
 void twice(void);
 int depth(int n);
+int spin(int n);
+int wait_forever(void);
 
 __attribute__((noinline)) static void failed_assert(void)
 {
@@ -99,6 +116,21 @@ int main(int argc, char **argv)
 		failed_assert();
 	if (!strcmp(what, "recurse"))
 		return depth(argc);
+	if (!strcmp(what, "spin"))
+		return spin(argc);
+	if (!strcmp(what, "pause"))
+		return wait_forever();
+	if (!strcmp(what, "spin-child")) {
+		/* As the kselftest harness runs a TEST: in a child it waits for. */
+		int status;
+		pid_t pid = fork();
+
+		if (pid == 0)
+			_exit(spin(argc));
+		waitpid(pid, &status, 0);
+		sleep(2);	/* longer than the limit: the harness has none */
+		return WIFSIGNALED(status) ? 100 + WTERMSIG(status) : 1;
+	}
 	return 0;
 }
 """
@@ -135,6 +167,10 @@ class Crashes(unittest.TestCase):
               '-Wall', f'-I{GUEST}']
         subprocess.run(cc + ['-o', str(cls.binary), str(GUEST / 'crash.c'), str(cls.exercise),
                              str(cls.harness)], check=True, capture_output=True)
+        # The same program as an exercise program (bin/), not a test.
+        (cls.stage / 'bin').mkdir()
+        cls.program = cls.stage / 'bin' / 'broker'
+        shutil.copy(cls.binary, cls.program)
 
     @classmethod
     def tearDownClass(cls):
@@ -208,6 +244,41 @@ class Crashes(unittest.TestCase):
         self.assertFalse(fresh.after_assert)
         fresh.mine = True
         self.assertTrue(fresh.shown())
+
+    def hang(self, binary, what, seconds='1'):
+        env = dict(os.environ, LAB_HANG_SECONDS=seconds)
+        env.pop('LAB_SHELL', None)
+        p = subprocess.run([str(binary), what], capture_output=True, text=True, env=env, timeout=60)
+        found = crashes.find(p.stderr.splitlines())
+        return p, crashes.decoded(found, [self.stage])
+
+    def test_an_endless_loop_is_named_where_it_loops(self):
+        """Issue 48: a loop in an exercise ended at the harness's 30 s
+        timeout with no line of the attendee's named."""
+        p, found = self.hang(self.program, 'spin')
+        self.assertEqual(p.returncode, -(signal.SIGRTMIN + 4), p.stderr)
+        self.assertEqual(len(found), 1, p.stderr)
+        where = f'{self.exercise}:{line_of(self.exercise, "SPIN")}'
+        self.assertEqual(found[0].text(), f'HANG: still running after 1 s in spin at {where}: an endless '
+                                          'loop, or a wait for what never comes?')
+
+    def test_a_wait_for_what_never_comes_is_named_at_its_call(self):
+        p, found = self.hang(self.program, 'pause')
+        self.assertEqual(len(found), 1, p.stderr)
+        self.assertEqual((found[0].function, found[0].where),
+                         ('wait_forever', f'{self.exercise}:{line_of(self.exercise, "PAUSE")}'))
+
+    def test_a_test_limits_each_child_not_the_harness(self):
+        """The kselftest harness forks each TEST and waits for it: the
+        child has the limit from its fork, the harness none."""
+        p, found = self.hang(self.binary, 'spin-child')
+        self.assertEqual(p.returncode, 100 + signal.SIGRTMIN + 4, p.stderr)
+        self.assertEqual([c.function for c in found], ['spin'])
+
+    def test_no_limit_without_the_setting(self):
+        env = {k: v for k, v in os.environ.items() if k not in ('LAB_SHELL', 'LAB_HANG_SECONDS')}
+        with self.assertRaises(subprocess.TimeoutExpired):
+            subprocess.run([str(self.program), 'pause'], capture_output=True, env=env, timeout=3)
 
     def test_a_rebuilt_binary_is_not_decoded(self):
         c = self.crash('null', signal.SIGSEGV)

@@ -4,7 +4,9 @@ Every exercise program and lab test is linked with vm/guest/crash.c
 (kit/build/initramfs.py): killed by SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT,
 SIGTRAP or SIGSYS, it prints one LAB-CRASH line (vm/guest/markers.h) with
 its pc, the return addresses on its stack and its build-id, and dies of
-the same signal as before. The guest has no addr2line; the host decodes:
+the same signal as before; still running at its watchdog's limit
+(LAB_HANG_SECONDS), the same line says HANG. The guest has no addr2line;
+the host decodes:
 
   find(LINES)            the crashes of a console (or make lab's kernel log,
                          where the shell's crashes go), as Crash records
@@ -83,6 +85,12 @@ class Crash:
                                                       'calls itself without end?' if self.overflow else ''))
         if program or not self.where:
             extra.append(self.exe)
+        if self.signal == 'HANG':
+            # vm/guest/crash.c's watchdog: code is its limit in seconds.
+            place = (f' in {self.function} at {self.where}' if self.where else
+                     f' in {self.function}' if self.function else f' at 0x{self.pc:x}')
+            return (f'HANG: still running after {self.code} s{place}: an endless loop, or a wait for '
+                    'what never comes?' + (f' ({"; ".join(extra)})' if extra else ''))
         if self.where:
             head = f'CRASH: {self.signal} in {self.function} at {self.where}'
         elif self.function:

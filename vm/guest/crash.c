@@ -31,6 +31,18 @@
  * usual "segfault at" line; anything else is raised again. The kselftest
  * harness, run-tests and the shell see the same death as before.
  *
+ * A program that runs too long is named the same way. run-tests puts
+ * LAB_HANG_SECONDS=N in the environment of the lab's tests and demos: a
+ * test (the kselftest harness runs each TEST in a child it forks) or
+ * any child forked from a program gets a timer of N seconds from its
+ * fork; a program that is not a test, from its start. When it fires,
+ * the line above says HANG for the signal and code=N, with the pc and
+ * the stack of where the program is, and the program dies of that
+ * signal: an endless loop or a wait for what never comes is named at
+ * the attendee's line in N seconds, not after the harness's 30 s
+ * timeout, which kills with nothing said. exec() ends the timer; the
+ * new program starts its own if it links this file.
+ *
  * The handler is async-signal-safe: it reads memory it has checked is the
  * interrupted thread's stack or the program's text, and calls only
  * write(), open(), close(), getpid() and tgkill; it runs on an alternate
@@ -46,7 +58,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <pthread.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
 
@@ -72,6 +86,8 @@ static char lab_crash_build_id[41] = "none";
 static char lab_crash_lab[16];		/* "04" in make lab's shell */
 static int lab_crash_is_test;
 static uintptr_t lab_crash_main_top;	/* above every frame of the main thread */
+static int lab_hang_signal;		/* the watchdog's (SIGRTMIN + 4): 0 without one */
+static long lab_hang_seconds;
 static char lab_crash_stack[64 * 1024] __attribute__((aligned(16)));
 
 struct line {
@@ -201,8 +217,10 @@ static void lab_crash_handler(int sig, siginfo_t *si, void *ctx)
 	for (i = 0; i < sizeof(lab_crash_signals) / sizeof(lab_crash_signals[0]); i++)
 		if (lab_crash_signals[i].sig == sig)
 			name = lab_crash_signals[i].name;
+	if (lab_hang_signal && sig == lab_hang_signal)
+		name = "HANG";
 	/* Killed by someone else (kill -SEGV): no crash of this program's. */
-	if (!fault && si->si_pid != getpid())
+	else if (!fault && si->si_pid != getpid())
 		goto again;
 
 	put(&l, LAB_CRASH " ");
@@ -210,7 +228,7 @@ static void lab_crash_handler(int sig, siginfo_t *si, void *ctx)
 	put(&l, " ");
 	put(&l, name);
 	put(&l, " code=");
-	put_int(&l, si->si_code);
+	put_int(&l, sig == lab_hang_signal ? lab_hang_seconds : si->si_code);
 	put(&l, " pc=");
 	put_hex(&l, pc);
 	put(&l, " addr=");
@@ -334,6 +352,42 @@ static void lab_crash_read_build_id(void)
 	}
 }
 
+/* The watchdog of this process: LAB_HANG_SECONDS from now. */
+static void lab_hang_arm(void)
+{
+	struct sigevent ev = { .sigev_notify = SIGEV_SIGNAL, .sigev_signo = lab_hang_signal };
+	struct itimerspec at = { .it_value = { .tv_sec = lab_hang_seconds } };
+	timer_t timer;
+
+	if (timer_create(CLOCK_MONOTONIC, &ev, &timer) == 0)
+		timer_settime(timer, 0, &at, NULL);
+}
+
+static void lab_hang_init(void)
+{
+	const char *s = getenv("LAB_HANG_SECONDS");
+	struct sigaction sa = {
+		.sa_sigaction = lab_crash_handler,
+		.sa_flags = SA_SIGINFO | SA_RESETHAND | SA_ONSTACK,
+	};
+	char *end;
+
+	if (!s || !*s)
+		return;
+	lab_hang_seconds = strtol(s, &end, 10);
+	if (*end || lab_hang_seconds <= 0)
+		return;
+	lab_hang_signal = SIGRTMIN + 4;
+	sigemptyset(&sa.sa_mask);
+	sigaction(lab_hang_signal, &sa, NULL);
+	/* Timers are not inherited: each child starts its own at its fork. */
+	pthread_atfork(NULL, NULL, lab_hang_arm);
+	/* The harness's own process waits for its tests, one after the
+	 * other: only what it forks has a limit. */
+	if (!lab_crash_is_test)
+		lab_hang_arm();
+}
+
 __attribute__((constructor)) static void lab_crash_init(void)
 {
 	stack_t ss = { .ss_sp = lab_crash_stack, .ss_size = sizeof(lab_crash_stack) };
@@ -364,4 +418,5 @@ __attribute__((constructor)) static void lab_crash_init(void)
 	sigaltstack(&ss, NULL);
 	for (i = 0; i < sizeof(lab_crash_signals) / sizeof(lab_crash_signals[0]); i++)
 		sigaction(lab_crash_signals[i].sig, &sa, NULL);
+	lab_hang_init();
 }
