@@ -14,7 +14,7 @@ ifeq ($(origin LAB),undefined)
 LAB = $(eval LAB := $(shell python3 -m kit current 2>/dev/null || echo $(lastword $(LABS))))$(LAB)
 export LAB_PICKED := 1
 endif
-export ACCEL GDB WAIT GDB_PORT MEM SMP DEBUG BUNDLE DEBS UPDATE ONLY ROUNDS TIMEOUT BOOT_TIMEOUT
+export ACCEL GDB WAIT GDB_PORT MEM SMP DEBUG BUNDLE DEBS UPDATE ONLY FULL ROUNDS TIMEOUT BOOT_TIMEOUT
 
 # Resolved lab folder name: LAB=4, 04, 04-lsm or 04-lsm-fallback is
 # 04-lsm-fallback (kit/labs.py's resolve() has the same rule, and need-lab

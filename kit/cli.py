@@ -23,7 +23,7 @@ from .room import bundle, container, room_check
 from .build import exercises, initramfs, kernels, review, trees
 from .report import kreport
 from . import labs, settings
-from .labsuite import suite
+from .labsuite import check as check_plan, suite
 from .book import transcripts
 from .labs import LabError, all_labs, resolve
 from .run.qemu import Qemu, gdb_command
@@ -51,18 +51,28 @@ def check(user, lab):
     # either, whose results would read as this one's.
     for old in (log, Path(f'{log}.json')):
         old.unlink(missing_ok=True)
-    outcome = boot(user, lab, 'test', lab.dir / 'exercises', 'check', log, quiet=True).run()
+    plan = check_plan.plan(lab, user.only)
+    for tag, text in plan.said:
+        labs.note(tag, text)
+    run = boot(user, lab, 'test', lab.dir / 'exercises', 'check', log, quiet=True)
+    run.append = f'{run.append} {plan.append}'.strip()
+    run.first_tests = plan.first
+    selftests = check_plan.SelftestsRecord.of(lab, flavour_of(user))
+    if not plan.narrowed:
+        run.before_qemu = selftests.before_qemu(user.full)
+    outcome = run.run()
     if outcome == Outcome.NOT_BUILT or not log.is_file():
         print('  NO RUN   the kernel or the programs did not build: the first error above names your file')
         return 1
     r = Results()
     r.add(f'{lab.name} (your exercises)', log)
     rc = r.summary()
+    selftests.keep(log)
     # After the results: a kernel report, first, must stay near the top.
     for todo, where in debug_only_todos(lab, flavour_of(user)):
         print(f'  NOTE     TODO {todo}: its commonest mistake shows only on the {where} kernel: '
               f'make check LAB={lab.number} DEBUG=1 checks it')
-    if rc == 0 and not user.debug:
+    if rc == 0 and not user.debug and not plan.narrowed:
         # make lab without LAB= moves on to the next lab (labs.current()).
         lab.check_record.parent.mkdir(parents=True, exist_ok=True)
         lab.check_record.write_text(f'{time.strftime("%Y-%m-%d %H:%M")}\n')

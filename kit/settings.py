@@ -29,7 +29,8 @@ class Settings:
     append: str = ''                # APPEND='...': more kernel arguments
     quiet: Optional[bool] = None    # QUIET=1: no console on the terminal
     debs: bool = True               # DEBS=0: a bundle without packages
-    only: str = ''                  # ONLY=part of make bench
+    only: str = ''                  # ONLY=part of make bench, or make check's test or file
+    full: bool = False              # FULL=1: make check reruns what passed on this kernel
     rounds: int = 3                 # ROUNDS=N boots per kernel (make bench)
     update: bool = False            # UPDATE=1: keep the output for the book
 
@@ -86,9 +87,13 @@ def read(env=None):
     if get('ROUNDS'):
         values['rounds'] = _number('ROUNDS', get('ROUNDS'), int, 1, 100)
     if get('ONLY'):
-        if get('ONLY') not in BENCH_PARTS:
-            raise LabError(f"ONLY={get('ONLY')}: make bench's parts are {'|'.join(BENCH_PARTS)}")
+        # make bench's part, or make check's test or exercise file: each
+        # verb says which it takes (bench.run(), labsuite/check.py).
+        if not re.fullmatch(r'[\w./-]+', get('ONLY')):
+            raise LabError(f"ONLY={get('ONLY')}: name one part of make bench ({'|'.join(BENCH_PARTS)}), "
+                           "or one test or exercise file of make check")
         values['only'] = get('ONLY')
+    values['full'] = _flag('FULL', get('FULL'))
     values['append'] = env.get('APPEND') or ''
     known = {f.name for f in fields(Settings)}
     return Settings(**{k: v for k, v in values.items() if k in known})

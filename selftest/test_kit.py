@@ -1976,7 +1976,7 @@ class Cli(unittest.TestCase):
         for env, want in (({'ROUNDS': 'abc'}, 'ROUNDS=abc: give a whole number'),
                           ({'GDB_PORT': 'abc'}, 'GDB_PORT=abc'), ({'TIMEOUT': 'abc'}, 'TIMEOUT=abc'),
                           ({'TIMEOUT': '-5'}, 'TIMEOUT=-5'), ({'ACCEL': 'xen'}, 'ACCEL=xen'),
-                          ({'DEBUG': 'yes'}, 'DEBUG=yes'), ({'ONLY': 'everything'}, 'ONLY=everything'),
+                          ({'DEBUG': 'yes'}, 'DEBUG=yes'), ({'ONLY': 'all of it'}, 'ONLY=all of it'), ({'FULL': 'yes'}, 'FULL=yes'),
                           ({'MEM': 'lots'}, 'MEM=lots')):
             with self.subTest(env=env):
                 rc, err, _ = self.main(['resolve', '1'], env)

@@ -23,7 +23,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
 
 from ..report import kreport
 from . import shell_check
@@ -62,6 +62,11 @@ class Boot:
     tests_lab: Optional[Lab] = None
     # Extra settings for this boot only (gdb checks: GDB=1 WAIT=1...).
     settings: Optional[dict] = None
+    # Tests whose verdict prints as soon as they end (make check: the
+    # tests of the file edited last), and what to do with the built
+    # kernel and image before QEMU starts (make check's selftests record).
+    first_tests: tuple = ()
+    before_qemu: Optional[Callable[['Boot'], None]] = None
 
     @property
     def lab(self):
@@ -151,11 +156,14 @@ class Boot:
             self.live_dir.mkdir(parents=True)
             print(f'Rebuild your programs into this VM from another terminal: make programs '
                   f'LAB={self.lab.number}', file=sys.stderr)
+        if self.before_qemu:
+            self.before_qemu(self)
         return self.qemu(env, log).run(**popen)
 
     def qemu(self, env, log):
         return Qemu.from_env(self.mode, self.kernel.bzimage, self.initrd, log, env, append=self.kernel_args(),
-                             name=self.name, live_dir=self.live_dir, quiet=self.quiet)
+                             name=self.name, live_dir=self.live_dir, quiet=self.quiet,
+                             first_tests=self.first_tests)
 
 
 def free_port():

@@ -194,9 +194,11 @@ def vcpu_registers(path, samples=SAMPLES, wait=5.0):
     return out
 
 
-def run(log, boot_timeout, timeout, echo, stop_stuck, accel, command, stdout=None, stderr=None):
+def run(log, boot_timeout, timeout, echo, stop_stuck, accel, command, stdout=None, stderr=None, first=()):
     """The guest's verdict: 0 passed, 1 failed, 2 none. Lines go where
-    stdout and stderr say (None: this process's own), QEMU's too."""
+    stdout and stderr say (None: this process's own), QEMU's too. The
+    programs named in first (tests/x) get a line of their own as soon as
+    they end, before the rest of the run."""
     output = Output(stdout, stderr)
     user_port, kernel_port = Port(log + '.ttyS0', False), Port(log + '.ttyS1', True)
     for p in (user_port.path, kernel_port.path):
@@ -210,6 +212,8 @@ def run(log, boot_timeout, timeout, echo, stop_stuck, accel, command, stdout=Non
     oops_at = None
     last_line_at = 0.0
     in_test = False         # a harness test has begun and not ended
+    program = None          # the first program running, and its lines
+    program_lines = []
     # The monitor, for the registers at a time limit; in a directory of
     # its own: a socket's path has a length limit that LOG's may pass.
     monitor = None
@@ -222,7 +226,7 @@ def run(log, boot_timeout, timeout, echo, stop_stuck, accel, command, stdout=Non
     why = None
 
     def take(final=False):
-        nonlocal booted, stuck_at, oops_at, last_line_at, in_test
+        nonlocal booted, stuck_at, oops_at, last_line_at, in_test, program
         kernel = kernel_port.lines(final)
         for line in kernel:
             text = kreport.kernel_line(line)
@@ -240,6 +244,19 @@ def run(log, boot_timeout, timeout, echo, stop_stuck, accel, command, stdout=Non
                 in_test = True
             elif tap.HARNESS_RESULT.match(line):
                 in_test = False
+            if first and tap.is_marker(line, 'LAB_TEST_BEGIN'):
+                name = tap.fields(line).strip()
+                program = name if name in first else None
+                program_lines.clear()
+            elif program and tap.is_marker(line, 'LAB_TEST_END'):
+                passed, failed, skipped = tap.counts(program_lines)
+                failed += passed + failed == 0
+                print(f'  FIRST    {program} (the file you edited last): {passed} passed, {failed} failed'
+                      + (f', {skipped} skipped' if skipped else '') + '; the rest of the run follows',
+                      file=output.out, flush=True)
+                program = None
+            elif program:
+                program_lines.append(line)
         new = kernel + user
         if new:
             last_line_at = time.monotonic() - start

@@ -55,6 +55,7 @@ class Qemu:
     gdb_port: int = 1234
     boot_timeout: Optional[float] = None
     timeout: Optional[float] = None
+    first_tests: tuple = ()     # their verdicts as soon as they end (console.run)
 
     @classmethod
     def from_env(cls, mode, bzimage, initrd, log, env=None, **fields):
@@ -158,7 +159,7 @@ class Qemu:
             return console.run(str(self.log), boot_timeout, self.timeout or 900, not self.quiet,
                                not self.debugger, accel, [*args, '-display', 'none', '-monitor', 'none',
                                                           '-serial', f'file:{self.log}.ttyS0'],
-                               stdout=popen.get('stdout'), stderr=popen.get('stderr'))
+                               stdout=popen.get('stdout'), stderr=popen.get('stderr'), first=self.first_tests)
         finally:
             if record:
                 record.unlink(missing_ok=True)
