@@ -170,7 +170,8 @@ def parser():
     verb('use-bundle', 'BUNDLE=FILE: install its packages and unpack its kernels into build/')
     verb('bundle', 'make bundle: the built trees, kernels and packages in one file for a room',
          ('out', {'nargs': '?'}))
-    verb('reference', "make reference: the last lab next to Debian's 6.12, behaviour by behaviour")
+    verb('reference', "make reference: lab 04 next to Debian's 6.12, behaviour by behaviour, "
+         "and lab 05 next to 7.2")
     verb('upstream-selftests', "6.12's pidfd selftests on every lab's solution kernel, as a table")
     verb('container', "make container: the kit's image (podman or docker)",
          ('--base', {'action': 'store_true', 'help': 'build debian:bookworm first, with mmdebstrap'}))
