@@ -182,7 +182,7 @@ def parser():
 
 def run(a, user):
     v = a.verb
-    if os.environ.get('LAB_PICKED') == '1' and v in ('exercises', 'solution', 'kernel', 'gdb', 'report'):
+    if os.environ.get('LAB_PICKED') == '1' and v in ('check', 'exercises', 'solution', 'kernel', 'gdb', 'report'):
         lab, why = labs.current()
         print(f'  LAB      {lab.name}: {why}; LAB=NN picks another')
     if v in ('lab', 'check', 'ahead', 'boot', 'tree', 'use-bundle', 'exercises', 'solution'):
