@@ -13,7 +13,8 @@ every import, a function's own included):
              file:line), kreport/ (the kernel's reports: kinds, report,
              finder, registers, symbolise, record, summary), verdicts
              (the summary of a run; the skeleton's and mutations'
-             verdicts), results (the result files a run registered)
+             verdicts), results (the result files a run registered),
+             transcripts (the book's VM output, what varies masked)
   build/     stamps (the key of a product's inputs), trees (Debian's
              6.1, a series applied by git am, an attendee's kernel
              files laid over it), seed (a tree from a built one), kbuild
@@ -26,8 +27,6 @@ every import, a function's own included):
              (one boot: kernel, initramfs, report record, QEMU; gdb
              checks), shell_check (drives the VM's shell as an attendee
              would)
-  book/      transcripts (the book's VM output), docs_check and
-             docs_facts (make docs-check)
   labsuite/  suite (every check of a lab, one mutation's, the wrong
              answers to each TODO counted), roundtrip (make solution and
              back)
@@ -38,6 +37,8 @@ every import, a function's own included):
   compare/   reference (make reference), ref_table and upstream (its
              tables and upstream's selftests), bench and bench_table
              (make bench)
+  book/      docs_check and docs_facts (make docs-check: the book in a
+             browser, and its facts against the kit and its sources)
   cli        the verbs (argparse), main(argv); one line for every fault
 
 No module runs another as a program: a subprocess is QEMU, gcc, make,
@@ -52,5 +53,5 @@ settings, read by settings.read().
 
 # The layers, lowest first: a subpackage's name, or 'core' and 'cli' for
 # the modules at the top (TOP_LEVEL).
-LAYERS = ('core', 'report', 'build', 'run', 'book', 'labsuite', 'room', 'compare', 'cli')
+LAYERS = ('core', 'report', 'build', 'run', 'labsuite', 'room', 'compare', 'book', 'cli')
 TOP_LEVEL = {'labs': 'core', 'settings': 'core', 'output': 'core', 'cli': 'cli', '__main__': 'cli'}

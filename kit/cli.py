@@ -24,7 +24,7 @@ from .build import exercises, initramfs, kernels, review, trees
 from .report import kreport
 from . import labs, settings
 from .labsuite import check as check_plan, suite
-from .book import transcripts
+from .report import transcripts
 from .labs import LabError, all_labs, resolve
 from .run.qemu import Qemu, gdb_command
 from .report.results import Outcome, Results
@@ -185,7 +185,8 @@ def parser():
     verb('use-bundle', 'BUNDLE=FILE: install its packages and unpack its kernels into build/')
     verb('bundle', 'make bundle: the built trees, kernels and packages in one file for a room',
          ('out', {'nargs': '?'}))
-    verb('reference', "make reference: the last lab next to Debian's 6.12, behaviour by behaviour")
+    verb('reference', "make reference: lab 04 next to Debian's 6.12, behaviour by behaviour, "
+         "and lab 05 next to 7.2")
     verb('upstream-selftests', "6.12's pidfd selftests on every lab's solution kernel, as a table")
     verb('container', "make container: the kit's image (podman or docker)",
          ('--base', {'action': 'store_true', 'help': 'build debian:bookworm first, with mmdebstrap'}))
@@ -196,7 +197,7 @@ def parser():
 
 def run(a, user):
     v = a.verb
-    if os.environ.get('LAB_PICKED') == '1' and v in ('exercises', 'solution', 'kernel', 'gdb', 'report'):
+    if os.environ.get('LAB_PICKED') == '1' and v in ('check', 'exercises', 'solution', 'kernel', 'gdb', 'report'):
         lab, why = labs.current()
         print(f'  LAB      {lab.name}: {why}; LAB=NN picks another')
     if v in ('lab', 'check', 'ahead', 'boot', 'tree', 'use-bundle', 'exercises', 'solution'):

@@ -25,7 +25,8 @@ import unittest
 from pathlib import Path
 
 from kit.run import console
-from kit.book import docs_facts, transcripts
+from kit.book import docs_facts
+from kit.report import transcripts
 from kit.build import exercises
 from kit.report import kreport
 from kit.labs import LabError
@@ -1009,6 +1010,73 @@ class BookFacts(unittest.TestCase):
         wrong = self.book('nothing\n', '.. literalinclude:: solution/a.c\n')
         self.assertEqual(len(wrong), 1)
         self.assertIn('solution', wrong[0])
+
+    def test_a_timing_must_be_in_a_transcript(self):
+        # Issue 46: kernel-reports.rst typed 7, 25, 29 and 40 s by hand.
+        planted = 'A NULL dereference:\n\n   * - 29 s\n     - 60 s or less\n'
+        wrong = self.book('nothing\n', planted)
+        self.assertEqual(len(wrong), 1, wrong)
+        self.assertIn('"29 s"', wrong[0])
+        self.assertIn('labs/01-a/README.rst:3', wrong[0])
+
+    def test_a_timing_a_transcript_holds_limits_and_literals_pass(self):
+        d = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, d)
+        write(os.path.join(d, 'docs', 'sources.rst'), 'nothing\n')
+        write(os.path.join(d, 'docs', 'transcripts', 'reference', 'bench.txt'),
+              '  make check after make lab        13   (goal <= 180)\n')
+        write(os.path.join(d, 'labs', '01-a', 'README.rst'),
+              'It took 13 s. The test gives up after 120 seconds, at most 60 s,\n'
+              'as ``stopped after 25s`` says::\n\n    took 29 s\n\nTime: about 45 minutes.\n')
+        self.assertEqual(docs_facts.problems(Path(d)), [])
+        # An instructor page may log a measurement by hand.
+        write(os.path.join(d, 'docs', 'instructor', 'timing.rst'), 'Measured by hand: 436 s.\n')
+        self.assertEqual(docs_facts.problems(Path(d)), [])
+        write(os.path.join(d, 'docs', 'quickstart.rst'), 'The build took 436 s.\n')
+        self.assertEqual(len(docs_facts.problems(Path(d))), 1)
+
+    def reference_book(self, readme, cli_help):
+        d = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, d)
+        write(os.path.join(d, 'docs', 'sources.rst'), 'nothing\n')
+        for lab in ('01-a', '04-d', '05-e'):
+            write(os.path.join(d, 'labs', lab, 'README.rst'), 'A lab.\n')
+        write(os.path.join(d, 'README.md'), readme)
+        write(os.path.join(d, 'kit', 'cli.py'), f'verb("reference", {cli_help!r})\n')
+        return docs_facts.problems(Path(d))
+
+    def test_what_make_reference_compares(self):
+        # Issue 46: README.md and the cli help said the final lab is
+        # compared with 6.12 and that nothing but 6.12 is fetched.
+        right = ('`make reference` compares lab 04 with 6.12 and lab 05 with 7.2.\n\n'
+                 'It needs `linux-source-6.12` and `linux-source-7.2`.\n')
+        self.assertEqual(self.reference_book(right, "make reference: lab 04 next to 6.12, lab 05 next to 7.2"),
+                         [])
+        wrong = self.reference_book("`make reference` compares the final lab's kernel with 6.12.\n",
+                                    'make reference: lab 04 next to 6.12, lab 05 next to 7.2')
+        self.assertEqual(len(wrong), 1, wrong)
+        self.assertIn('README.md:1', wrong[0])
+        self.assertIn('pairs the final lab (lab 05) with 6.12', wrong[0])
+        self.assertIn('leaves out 7.2', wrong[0])
+        wrong = self.reference_book(right, "make reference: the last lab next to Debian's 6.12")
+        self.assertEqual(len(wrong), 1, wrong)
+        self.assertIn('kit/cli.py:1', wrong[0])
+        wrong = self.reference_book('`make reference` fetches `linux-source-6.12`; so do 6.12 and 7.2 runs.\n',
+                                    'make reference: lab 04 next to 6.12, lab 05 next to 7.2')
+        self.assertEqual(len(wrong), 1, wrong)
+        self.assertIn('not every package it needs', wrong[0])
+        # A sentence that names make reference, and no kernel, claims nothing.
+        self.assertEqual(self.reference_book('Run `make reference` first.\n', 'make reference: 6.12, 7.2'), [])
+
+    def test_the_script_runs_alone(self):
+        run = subprocess.run([sys.executable, os.path.join(KIT, 'kit', 'book', 'docs_facts.py')],
+                             capture_output=True, text=True)
+        self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
+        self.assertIn('agree', run.stdout)
+        run = subprocess.run([sys.executable, os.path.join(KIT, 'kit', 'book', 'docs_facts.py'), '/nonexistent'],
+                             capture_output=True, text=True)
+        self.assertEqual(run.returncode, 2)
+        self.assertEqual(len(run.stderr.strip().splitlines()), 1, run.stderr)
 
     def test_the_kit_itself_passes(self):
         self.assertEqual(docs_facts.problems(Path(KIT)), [])

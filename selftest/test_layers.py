@@ -75,14 +75,14 @@ class Layering(unittest.TestCase):
         self.assertEqual(stages - set(kit.LAYERS), set())
 
     def test_an_upward_import_is_found(self):
-        """The one that was there before the layering was checked: the
-        verdicts (report) took the book's transcripts, inside a function."""
+        """As the one that was there before the layering was checked: the
+        verdicts (report) took a module of a higher layer inside a function."""
         with tempfile.TemporaryDirectory() as d:
             root = Path(d) / 'kit'
             shutil.copytree(KIT, root, ignore=shutil.ignore_patterns('__pycache__'))
             verdicts = root / 'report' / 'verdicts.py'
-            verdicts.write_text(verdicts.read_text() + '\n\ndef later():\n    from ..book import transcripts\n'
-                                '    return transcripts\n')
+            verdicts.write_text(verdicts.read_text() + '\n\ndef later():\n    from ..book import docs_facts\n'
+                                '    return docs_facts\n')
             found = violations(root)
         self.assertEqual(len(found), 1, found)
         self.assertRegex(found[0], r'^kit/report/verdicts\.py:\d+: report imports book \(kit\.book\)$')

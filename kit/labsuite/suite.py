@@ -34,7 +34,7 @@ from ..labs import KIT, LabError, build_dir, resolve
 from ..report.results import Outcome, Results
 from ..build import exercises
 from . import roundtrip
-from ..book import transcripts
+from ..report import transcripts
 from ..report import verdicts
 from ..report.tap import Tap, parse as tap_parse
 from ..build.kbuild import GIB, check_space

@@ -237,7 +237,7 @@ def must_report(log, out, mutant, src, title, far=False):
     the attendee on instead (their function on the stack, or the KASAN
     kernel's hint) within make check's first 15 lines. Returns what an
     attendee would see of the report (None without one), which make test
-    keeps for the book (book/transcripts.py masks what varies)."""
+    keeps for the book (transcripts.py masks what varies)."""
     shown, line = mutation_line(src)
     out_tap = tap.Tap()
     text, report = kernel_report(log)

@@ -27,7 +27,7 @@ import re
 from pathlib import Path
 import shutil
 
-from ..report import tap
+from . import tap
 
 # What varies, and how it is masked. Each rule is a regular expression and,
 # for each of its groups, the kind of placeholder that group becomes (None:
