@@ -71,9 +71,9 @@ int pidfd_exit_status(int pidfd, int *status)
 
 	if (ioctl(pidfd, PIDFD_GET_INFO, &info))
 		return -errno;
-	/* TODO 3/2: only a reaped process has exit information: the mask says whether it came */
+	/* TODO 3/2: only a reaped process has exit information, not every one: the mask says which case this is */
 	if (!(info.mask & PIDFD_INFO_EXIT))
-		return -EBUSY;
+		return info.mask & PIDFD_INFO_PID ? -EBUSY : -ENODATA;
 	*status = info.exit_code;
 	return 0;
 }
@@ -85,6 +85,8 @@ static void say_status(const char *when, int pidfd)
 
 	if (ret == -EBUSY)
 		printf("%-22s not reaped yet\n", when);
+	else if (ret == -ENODATA)
+		printf("%-22s reaped, status not kept for this pidfd\n", when);
 	else if (ret < 0)
 		printf("%-22s %s\n", when, strerror(-ret));
 	else if (WIFEXITED(status))

@@ -72,9 +72,14 @@ int pidfd_to_handle(int pidfd, struct pidfs_handle *h, int *mnt_id);
 int pidfd_from_handle(int any_pidfd, const struct pidfs_handle *h);
 
 /*
- * How the process behind @pidfd ended, as waitid() would report it in
- * *@status: 0 once it is reaped, -EBUSY while it is not (running, or a
- * zombie nobody has waited for yet), another negative errno on failure.
+ * How the process behind @pidfd ended, in wait()'s encoding, in *@status:
+ * 0 once it is reaped, -EBUSY while it is not (running, or a zombie nobody
+ * has waited for yet), another negative errno on failure. -ENODATA: it is
+ * reaped, but this pidfd will never know how it ended, because it was
+ * opened during the reap, after the kernel looked for open pidfds to keep
+ * the status in (PIDFD_GET_INFO then succeeds with neither
+ * PIDFD_INFO_EXIT nor PIDFD_INFO_PID in mask). Asking again gives the
+ * same answer.
  */
 int pidfd_exit_status(int pidfd, int *status);
 

@@ -9,6 +9,7 @@
 #include <poll.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -105,6 +106,115 @@ TEST(status_of_a_killed_service)
 	EXPECT_TRUE(WIFSIGNALED(status));
 	EXPECT_EQ(WTERMSIG(status), SIGTERM);
 	close(pidfd);
+}
+
+/*
+ * What the opener reports about the one pidfd it opened while its process
+ * was being reaped, after pidfs_exit() had looked for one: what the
+ * kernel said (mask), and what pidfd_exit_status() made of it.
+ */
+struct late_pidfd {
+	int reached;
+	__u64 mask;
+	int ret;
+	int status;
+};
+
+/*
+ * In a child: open @h again and again, each pidfd closed at once unless
+ * PIDFD_GET_INFO says its process was reaped, until the handle opens
+ * nothing. A pidfd open while pidfs_exit() runs gets the exit status; one
+ * opened after pidfs_exit() looked, before the reap has taken the pid
+ * away, reads as reaped with neither PIDFD_INFO_EXIT nor PIDFD_INFO_PID
+ * in its mask. Only then is pidfd_exit_status() asked. Raw system calls
+ * everywhere else: only pidfd_exit_status() is under test here.
+ */
+static void open_while_reaped(const struct pidfs_handle *h, int ready, int report)
+{
+	struct late_pidfd r = { 0 };
+	int self = sys_pidfd_open(getpid(), 0), fd, n;
+
+	for (n = 0; self >= 0 && n < 10000000; n++) {
+		struct pidfd_info info = { .mask = PIDFD_INFO_EXIT };
+
+		fd = open_by_handle_at(self, (struct file_handle *)h, O_CLOEXEC);
+		if (n == 0 && write(ready, "r", 1) != 1)
+			break;
+		if (fd < 0)
+			break;		/* reaped, the pid gone: too late */
+		if (ioctl(fd, PIDFD_GET_INFO, &info) == 0 &&
+		    !(info.mask & PIDFD_INFO_PID)) {
+			/* Reaped: by the mask, with or without the status. */
+			r.reached = !(info.mask & PIDFD_INFO_EXIT);
+			r.mask = info.mask;
+			r.status = 12345;
+			if (r.reached)
+				r.ret = pidfd_exit_status(fd, &r.status);
+			close(fd);
+			break;
+		}
+		close(fd);
+	}
+	_exit(write(report, &r, sizeof(r)) == sizeof(r) ? 0 : 1);
+}
+
+/*
+ * A supervisor that opens a pidfd from a handle just as the process is
+ * reaped can get one that will never learn how it ended: pidfs_exit()
+ * found no pidfd open, and kept nothing. That is not "not reaped yet",
+ * which would have it wait for ever. The race is narrow: a child opens
+ * the handle in a loop while this process reaps another child, until a
+ * pidfd lands in it (within a few hundred rounds on the lab's VM).
+ */
+TEST(reaped_before_its_pidfd_was_opened)
+{
+	int ready[2], report[2], pidfd, mnt, rounds, wstatus;
+	struct late_pidfd r = { 0 };
+	struct pidfs_handle h;
+	pid_t pid, opener;
+	char c;
+
+	for (rounds = 0; rounds < 3000 && !r.reached; rounds++) {
+		pid = fork();
+		ASSERT_GE(pid, 0);
+		if (pid == 0)
+			_exit(0);	/* a zombie until we reap it */
+		pidfd = sys_pidfd_open(pid, 0);
+		ASSERT_GE(pidfd, 0);
+		h.handle_bytes = MAX_HANDLE_SZ;
+		ASSERT_EQ(name_to_handle_at(pidfd, "", (struct file_handle *)&h,
+					    &mnt, AT_EMPTY_PATH), 0);
+		/* No pidfd may be open as the reap starts. */
+		close(pidfd);
+		ASSERT_EQ(pipe2(ready, O_CLOEXEC), 0);
+		ASSERT_EQ(pipe2(report, O_CLOEXEC), 0);
+		opener = fork();
+		ASSERT_GE(opener, 0);
+		if (opener == 0) {
+			close(ready[0]);
+			close(report[0]);
+			open_while_reaped(&h, ready[1], report[1]);
+		}
+		close(ready[1]);
+		close(report[1]);
+		/* The opener is at its loop: reap the zombie under it. */
+		ASSERT_EQ(read(ready[0], &c, 1), 1);
+		ASSERT_EQ(waitpid(pid, NULL, 0), pid);
+		ASSERT_EQ(read(report[0], &r, sizeof(r)), sizeof(r));
+		ASSERT_EQ(waitpid(opener, &wstatus, 0), opener);
+		ASSERT_EQ(wstatus, 0);
+		close(ready[0]);
+		close(report[0]);
+	}
+	TH_LOG("%d rounds to open a pidfd after pidfs_exit() looked", rounds);
+	/* Never reached: the test could tell nothing. */
+	ASSERT_TRUE(r.reached);
+	EXPECT_EQ(r.mask, 0);
+	/* Reaped, and how it ended is not known to this pidfd. */
+	EXPECT_EQ(r.ret, -ENODATA) {
+		TH_LOG("pidfd_exit_status(): %d (%s)", r.ret, strerror(-r.ret));
+	}
+	EXPECT_EQ(r.status, 12345);
 }
 
 TEST_HARNESS_MAIN
