@@ -1700,3 +1700,39 @@ class ReportFar(unittest.TestCase):
         # A WARNING at the attendee's own line names no function of theirs
         # "on the stack" and gives no KASAN hint: far, it points nowhere.
         self.assertIn('not ok 2', self.verdict(os.path.join(REPORTS, 'warn.log'), True))
+
+
+class DecodingArch(unittest.TestCase):
+    """symbolise picks the binutils by the vmlinux's own ELF machine
+    (issue 49): aarch64-linux-gnu- for an arm64 one on an x86-64 host."""
+
+    def elf(self, d, machine):
+        path = os.path.join(d, f'vmlinux-{machine}')
+        with open(path, 'wb') as f:
+            f.write(b'\x7fELF\x02\x01\x01' + bytes(11) + machine.to_bytes(2, 'little') + bytes(44))
+        return path
+
+    def test_by_the_elf_machine(self):
+        from kit.report.kreport.symbolise import cross_prefix
+        with tempfile.TemporaryDirectory() as d:
+            arm, x86 = self.elf(d, 183), self.elf(d, 62)
+            self.assertEqual(cross_prefix(arm, 'x86_64'), 'aarch64-linux-gnu-')
+            self.assertEqual(cross_prefix(arm, 'aarch64'), '')
+            self.assertEqual(cross_prefix(x86, 'x86_64'), '')
+            self.assertEqual(cross_prefix(x86, 'aarch64'), 'x86_64-linux-gnu-')
+            self.assertEqual(cross_prefix(os.path.join(d, 'none'), 'x86_64'), '')
+
+    @unittest.skipUnless(shutil.which('aarch64-linux-gnu-gcc') and shutil.which('aarch64-linux-gnu-addr2line'),
+                         'gcc-aarch64-linux-gnu is not installed')
+    def test_a_cross_compiled_elf(self):
+        from kit.report.kreport.symbolise import cross_prefix
+        with tempfile.TemporaryDirectory() as d:
+            src, obj = os.path.join(d, 'f.c'), os.path.join(d, 'f.o')
+            with open(src, 'w') as f:
+                f.write('int pidfs_f(int *p)\n{\n\treturn *p + 1;\n}\n')
+            subprocess.run(['aarch64-linux-gnu-gcc', '-g', '-O1', '-c', src, '-o', obj], check=True)
+            prefix = cross_prefix(obj, 'x86_64')
+            self.assertEqual(prefix, 'aarch64-linux-gnu-')
+            out = subprocess.run([prefix + 'addr2line', '-e', obj, '-f', '0x0'], capture_output=True, text=True)
+            self.assertIn('pidfs_f', out.stdout)
+            self.assertIn('f.c:', out.stdout)
