@@ -36,6 +36,9 @@ packages=(
 	gdb shellcheck sparse
 	# make selftest: the harness's own code checked
 	pyflakes3 mypy
+	# make report/check: an arm64 vmlinux's reports decoded on any host
+	# (symbolise.py; may move to the ARCH=arm64 group when that lands)
+	binutils-aarch64-linux-gnu
 	# the book
 	"${docs[@]}"
 )

@@ -4,7 +4,7 @@ console log (read_lines).
 import re
 
 from .. import tap
-from .kinds import AFTER_OPENER, CONTINUES, END, FATAL, KLINE, MAIN_STACK, RULER, start_of
+from .kinds import AFTER_OPENER, CONTINUES, END, FATAL, FRAME, KLINE, MAIN_STACK, RULER, start_of
 from .registers import REGS_BEGIN, REGS_END, Registers
 from .report import Report
 
@@ -34,6 +34,17 @@ def ends(report, text):
     if report.kind in ('oops', 'panic') or (report.spec and report.spec.opener):
         return False
     return text.strip() == '</TASK>'
+
+
+def stack_over(report, text):
+    """Whether a report that ends with its one stack is over before the
+    line text: arm64 prints no </TASK>, so its "Call trace:" is over at
+    the first line after its frames that is no frame (a report with more
+    stacks, a stall's, a KASAN or an oops, ends as on x86)."""
+    if report.kind in ('oops', 'panic', 'kasan', 'leak', 'stall') or (report.spec and report.spec.opener):
+        return False
+    return (bool(FRAME.match(report.lines[-1])) and not FRAME.match(text) and
+            any(x.strip() == 'Call trace:' for x in report.lines))
 
 
 def find(lines):
@@ -99,7 +110,9 @@ def find(lines):
             cur.spec, cur.match, cur.ctx, cur.last_test = k, km, ctx, last_test
             reports.append(cur)
             continue
-        if open_:
+        if open_ and stack_over(cur, text):
+            cur.ended = True
+        elif open_:
             cur.lines.append(text)
             cur.ended = ends(cur, text)
     return reports

@@ -3,7 +3,7 @@ and the frames that are never to blame (syzkaller's pkg/report tables).
 """
 import re
 
-
+from . import arm64
 
 
 # "[   12.345678] text": a kernel line (CONFIG_PRINTK_TIME); anything else
@@ -54,6 +54,11 @@ class Kind:
         return self.start.match(text)
 
 
+def kinds_of(rows):
+    """Kinds of (start, title, kind[, fn, skip, anchor]) rows (arm64's)."""
+    return [Kind(*r[:5], anchor=r[5] if len(r) > 5 else None) for r in rows]
+
+
 OOPS = r'(?:Oops: )*'       # 6.10 and later put "Oops: " before each trap's name
 LOCKDEP = r'(?:WARNING|INFO|BUG): '
 # What kmemleak and syzkaller leave out of a leak's backtrace: the allocators.
@@ -81,6 +86,7 @@ KINDS = [
     Kind(r'BUG: (?:unable to handle kernel paging request|unable to handle page fault for address|'
          r'unable to handle kernel|Unable to handle kernel)',
          'BUG: unable to handle kernel paging request in {fn}', 'oops'),
+    *kinds_of(arm64.FAULT_KINDS),
     Kind(OOPS + r'(?:segment-related )?general protection fault', 'general protection fault in {fn}', 'oops'),
     Kind(OOPS + r'divide error: ', 'divide error in {fn}', 'oops'),
     Kind(OOPS + r'int3: ', 'int3 in {fn}', 'oops'),
@@ -157,6 +163,7 @@ KINDS = [
     Kind(r'(?:WARNING|BUG): .*still has locks held', 'BUG: still has locks held in {fn}', 'lockdep', 'trace'),
     Kind(r'WARNING: lock held by \S+ while returning to user space', 'WARNING: lock held when returning to '
          'user space in {fn}', 'lockdep', 'trace'),
+    *kinds_of(arm64.LOCKDEP_KINDS),
     Kind(r'INFO: trying to register non-static key', 'INFO: trying to register non-static key in {fn}',
          'lockdep', 'trace', skip=LOCK_FNS),
     Kind(r'BUG: (?P<what>MAX_\w+ too low)!', 'BUG: {what} in {fn}', 'lockdep', 'trace'),
@@ -195,9 +202,11 @@ KINDS = [
     Kind(r'Kernel panic - not syncing: corrupted stack end detected inside scheduler',
          'kernel panic: corrupted stack end in {fn}', 'panic', 'trace', skip=r'\w*schedule\w*',
          anchor='trace'),
+    *kinds_of(arm64.PANIC_KINDS),
     Kind(r'Kernel panic - not syncing: (?P<what>Attempted to kill init!)', 'kernel panic: {what}', 'panic', None),
     Kind(r'Kernel panic - not syncing: (?P<what>.*?)\s*$', 'kernel panic: {what}', 'panic', None),
     # An oops whose first lines went missing.
+    *kinds_of(arm64.OOPS_KINDS),
     Kind(OOPS + r'Oops: [0-9a-f]{4} \[#\d+\]', 'kernel Oops in {fn}', 'oops'),
     Kind(r'Oops: [0-9a-f]{4} \[#\d+\]', 'kernel Oops in {fn}', 'oops'),
     # Any other BUG: line of the kernel's is a bug it found in itself.
@@ -228,7 +237,7 @@ WARNINGS = [
 # an oops, the WARNING (or BUG) after its message (syzkaller's
 # reportStartIgnores, and the openers' WARNING).
 CONTINUES = re.compile(r'^(?:' + OOPS + r'invalid opcode: |Oops: [0-9a-f]{4} \[#|Kernel panic - not syncing|'
-                       r'PANIC: double fault|Fixing recursive fault)')
+                       r'PANIC: double fault|Fixing recursive fault|' + arm64.INTERNAL_ERROR + ')')
 AFTER_OPENER = re.compile(r'^(?:WARNING: CPU: |kernel BUG at |Kernel BUG at |' + OOPS + r'invalid opcode: )')
 
 # The kernel cannot go on by itself after these: a panic, and an oops in a
@@ -353,7 +362,8 @@ HELPERS = [
     r'free_debug_processing', r'on_freelist', r'object_err', r'slab_err', r'slab_bug', r'slab_fix',
     r'__slab_err', r'check_object', r'check_bytes_and_report',
 ]
-SKIP = re.compile(r'^(?:' + '|'.join(MACHINERY + HELPERS) + r')$')
+MACHINERY += arm64.MACHINERY
+SKIP = re.compile(r'^(?:' + '|'.join(MACHINERY + HELPERS + arm64.ENTRY) + r')$')
 NEVER = re.compile(r'^(?:' + '|'.join(MACHINERY) + r')$')
 # syzkaller's own list (linuxStackParams' skipPatterns), which it searches
 # for anywhere in a frame's name: "kmalloc" leaves out kmalloc_oob_right,
@@ -387,7 +397,8 @@ SYZKALLER_SKIP = re.compile('|'.join([
     r'device_remove_file', r'dummy_urb_enqueue', r'usb_kill_urb',
     r'usb_kill_anchored_urbs', r'usb_control_msg', r'usb_hcd_submit_urb', r'usb_submit_urb', r'^complete$',
     r'wait_for_completion', r'^kfree$', r'kfree_skb', r'readb$', r'readw$', r'readl$', r'readq$', r'writeb$',
-    r'writew$', r'writel$', r'writeq$', r'logic_in', r'logic_out']))
+    r'writew$', r'writel$', r'writeq$', r'logic_in', r'logic_out', r'do_read_cache_folio', r'read_cache_page',
+    r'^(?:un)?lock_page']))
 
 
 def base_name(fn):
@@ -420,7 +431,7 @@ STALL_ANCHORS = re.compile('|'.join([
     r'^sock_mmap', r'__sys_accept', r'kernel_accept', r'^sock_do_ioctl', r'^sock_ioctl', r'^compat_sock_ioctl',
     r'^nfnetlink_rcv_msg', r'^rtnetlink_rcv_msg', r'^(?:sys_)?(?:socketpair|connect|ioctl)', r'__do_fault',
     r'do_page_fault', r'^page_fault$', r'__fput', r'task_work_run', r'exit_to_usermode', r'smp_call_function',
-    r'tasklet_action', r'tasklet_hi_action']))
+    r'tasklet_action', r'tasklet_hi_action', *arm64.STALL_ANCHORS]))
 # The system call table's dispatcher of newer kernels, between do_syscall_64
 # and the system call: the system call is the one to name.
 DISPATCH = re.compile(r'^x64_sys_call$|^ia32_sys_call$')
@@ -449,6 +460,9 @@ SYSCALL_PREFIX = re.compile(r'^(?:SYSC_|SyS_|sys_|____sys_|___sys_|__sys_|__se_s
 
 
 def syscall_name(fn):
+    short = arm64.syscall_name(fn)
+    if short:
+        return short
     while True:
         short = SYSCALL_PREFIX.sub('', fn, count=1)
         if short == fn or not short:
@@ -461,8 +475,9 @@ def syscall_name(fn):
 # could not vouch for it.
 FRAME = re.compile(r'^\s*(?:<(?:IRQ|EOI|NMI|TASK|SOFTIRQ)>\s*)?(?:\[<?[0-9a-f]+>?\]\s*){0,2}(\?\s+)?'
                    r'([A-Za-z_][\w.]*)\+0x[0-9a-f]+/0x[0-9a-f]+')
-RIP = re.compile(r'^(?:RIP|IP|NIP): (?:\w+:)?(?:\[<?[0-9a-f]+>?\]\s*){0,2}([A-Za-z_][\w.]*)\+0x[0-9a-f]+/0x[0-9a-f]+')
-KERNEL_RIP = re.compile(r'^RIP: 0010:')
+RIP = re.compile(r'^(?:(?:RIP|IP|NIP): (?:\w+:)?(?:\[<?[0-9a-f]+>?\]\s*){0,2}|' + arm64.PC + r')'
+                 r'([A-Za-z_][\w.]*)\+0x[0-9a-f]+/0x[0-9a-f]+')
+KERNEL_RIP = re.compile(r'^(?:RIP: 0010:|' + arm64.PC + r')')
 AT = re.compile(r'^WARNING: CPU: \d+ PID: \d+ at (?:(\S+:\d+) )?([A-Za-z_][\w.]*)\+0x')
 FUNC_OFF = re.compile(r'([A-Za-z_][\w.]*)\+0x[0-9a-f]+/0x[0-9a-f]+')
 TASK = re.compile(r'^CPU: \d+ (?:UID: \d+ )?PID: (\d+) Comm: (\S+)')
@@ -470,7 +485,7 @@ HUNG_TASK = re.compile(r'^INFO: task (.*):(\d+) blocked')
 SOFT_LOCKUP = re.compile(r'soft lockup - CPU#\d+ stuck for \d+s! \[(.*):(\d+)\]')
 END = re.compile(r'^---\[ end (?:trace|Kernel panic)')
 RULER = re.compile(r'^={20,}\s*$')
-KASAN_ACCESS = re.compile(r'^(Read|Write) of size \d+')
+KASAN_ACCESS = re.compile(r'^(Read|Write) (?:of size \d+|at addr)')
 LAST_FUNCTION = re.compile(r'last function: ([A-Za-z_][\w.]*)')
 # Where a report's main stack stops and another one starts: the objects'
 # histories of KASAN and KMSAN, lockdep's chain of earlier acquisitions.

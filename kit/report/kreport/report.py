@@ -3,8 +3,9 @@ function to blame.
 """
 import re
 
-from .kinds import (AT, DCACHE_INODE, FRAME, FUNC_OFF, HUNG_TASK, KASAN_ACCESS, KERNEL_RIP, LAST_FUNCTION, MAIN_STACK,
-                    NEVER, OTHER_STACK, POISON, RIP, SOFT_LOCKUP, STUCK, TASK, WARNINGS, anchored, base_name, skipped,
+from .arm64 import IRQ_ENTRY
+from .kinds import (AT, DCACHE_INODE, FRAME, FUNC_OFF, HUNG_TASK, KASAN_ACCESS, KERNEL_RIP, LAST_FUNCTION,
+                    MAIN_STACK, NEVER, OTHER_STACK, POISON, RIP, SOFT_LOCKUP, STUCK, TASK, WARNINGS, anchored, base_name, skipped,
                     syscall_name)
 
 
@@ -125,7 +126,8 @@ class Report:
         RIP, then the frames under it), else from the call trace on."""
         lines, frames = self.lines[1:], []
         if self.spec.anchor == 'irq':
-            irq = next((i for i, line in enumerate(lines) if 'apic_timer_interrupt' in line), None)
+            irq = next((i for i, line in enumerate(lines)
+                        if 'apic_timer_interrupt' in line or re.search(IRQ_ENTRY, line)), None)
             if irq is None:
                 return []
             lines = lines[irq + 1:]
@@ -155,6 +157,11 @@ class Report:
             if fn:
                 return fn
         cands = self.candidates()
+        if not cands and self.kind == 'lockdep':
+            # No stack of its own (an oops cut in before lockdep printed
+            # it): the lock's taker, "at: evict+0x90/0x334".
+            cands = [m.group(1) for m in (FUNC_OFF.search(x.split('at:', 1)[1]) for x in self.lines
+                                          if 'at:' in x) if m][:1]
         if self.spec and self.spec.fn == 'at' and cands:
             return next((fn for fn in cands if not skipped(fn, skip)), cands[0])
         if self.spec and self.spec.fn == 'last' and cands:

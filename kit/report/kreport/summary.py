@@ -146,7 +146,8 @@ def summary(path, vmlinux=None, src=None, overlays=(), most=1):
                   FRAME.match(line) or RIP.match(line) or DECODED.match(line))
                   or line.startswith(('BUG:', 'WARNING:', 'Kernel panic', 'INFO:', 'watchdog:',
                                       'rcu:', 'general protection', 'kernel BUG', 'Kernel BUG',
-                                      'invalid opcode', 'Oops', 'Fixing recursive fault'))]
+                                      'invalid opcode', 'Oops', 'Fixing recursive fault',
+                                      'Unable to handle kernel', 'Internal error:'))]
         for line in frames[:14]:
             out.append('    ' + line.strip())
     more = len(reports) - most

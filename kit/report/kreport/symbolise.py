@@ -3,6 +3,7 @@ vmlinux, shown at the attendee's file where an exercise was laid over the
 tree.
 """
 import os
+import platform
 import re
 import subprocess
 
@@ -28,7 +29,7 @@ def for_decoding(lines, most=16):
     The kernel's own %pB does the same; the RIP line is exact as it is."""
     out, frames, in_trace = [], 0, False
     for line in lines:
-        if line.strip() in ('Call Trace:', '<TASK>', '<IRQ>'):
+        if line.strip() in ('Call Trace:', 'Call trace:', '<TASK>', '<IRQ>'):
             in_trace = True
         m = FRAME.match(line)
         if m and in_trace and not m.group(1):
@@ -61,6 +62,27 @@ def path_in_tree(path):
     return m.group(1) if m else path
 
 
+# An ELF's e_machine (offset 18) and the binutils prefix that reads it on
+# a host of another architecture (Debian's binutils-aarch64-linux-gnu).
+ELF_MACHINES = {183: ('aarch64-linux-gnu-', ('aarch64', 'arm64')), 62: ('x86_64-linux-gnu-', ('x86_64', 'amd64'))}
+
+
+def cross_prefix(vmlinux, host=None):
+    """CROSS_COMPILE for decoding this vmlinux, from its own ELF header
+    (not a setting, so any process decoding a record gets it right): ''
+    on a host of its architecture or for a file that is no ELF."""
+    try:
+        with open(vmlinux, 'rb') as f:
+            head = f.read(20)
+    except OSError:
+        return ''
+    if len(head) < 20 or head[:4] != b'\x7fELF':
+        return ''
+    machine = int.from_bytes(head[18:20], 'little' if head[5] == 1 else 'big')
+    prefix, natives = ELF_MACHINES.get(machine, ('', ()))
+    return '' if (host or platform.machine()).lower() in natives else prefix
+
+
 def decode(report, vmlinux, src, overlays):
     """The report's lines with file:line after each frame, by the kernel's
     own decode_stacktrace.sh; exercise files shown at the attendee's path."""
@@ -70,7 +92,8 @@ def decode(report, vmlinux, src, overlays):
     try:
         p = subprocess.run(['bash', script, vmlinux, os.path.abspath(src)],
                            input='\n'.join(for_decoding(report.lines)) + '\n', capture_output=True,
-                           text=True, timeout=120)
+                           text=True, timeout=120,
+                           env=dict(os.environ, CROSS_COMPILE=cross_prefix(vmlinux)))
     except (OSError, subprocess.TimeoutExpired):
         return report.lines
     if p.returncode != 0 or not p.stdout.strip():
@@ -91,7 +114,7 @@ def decode(report, vmlinux, src, overlays):
 
 # A frame as decode_stacktrace.sh writes it: "func (fs/pidfs.c:86 ...)",
 # "RIP: 0010:func (fs/pidfs.c:86)".
-DECODED = re.compile(r'^\s*(?:\?\s+)?(?:RIP: \w+:)?[A-Za-z_][\w.]* \([\w./-]+:\d+')
+DECODED = re.compile(r'^\s*(?:\?\s+)?(?:RIP: \w+:|pc : )?[A-Za-z_][\w.]* \([\w./-]+:\d+')
 
 
 def where(decoded, culprit, overlays):
