@@ -156,6 +156,38 @@ TEST_F(child, poll_reports_exit)
 		TH_LOG(" TODO 5: the child is dead: poll() for POLLIN (pfd.events)");
 }
 
+static void on_usr1(int sig)
+{
+}
+
+/*
+ * A poll() that a signal interrupts has no answer: not "exited", not "not
+ * yet", but its error, -EINTR (poll() is never restarted after a handler).
+ */
+TEST_F(child, poll_interrupted_says_so)
+{
+	struct sigaction sa = { .sa_handler = on_usr1 };	/* no SA_RESTART */
+	pid_t parent = getpid(), killer;
+	int ret;
+
+	ASSERT_EQ(sigaction(SIGUSR1, &sa, NULL), 0);
+	killer = fork();
+	ASSERT_GE(killer, 0);
+	if (killer == 0) {
+		die_with_parent(parent);
+		/* Again and again: one sent before poll() began would be lost. */
+		for (;;) {
+			usleep(100000);
+			kill(parent, SIGUSR1);
+		}
+	}
+	/* The sleeping child does not exit: only the signal ends the wait. */
+	ret = pidfd_wait_exit(self->pidfd, 10000);
+	kill_and_reap(killer);
+	EXPECT_EQ(ret, -EINTR)
+		TH_LOG(" TODO 5: poll() failed with EINTR: return -errno, not \"not exited\"");
+}
+
 TEST_F(child, kcmp_compares_files_not_processes)
 {
 	int again = sys_pidfd_open(self->pid, 0);

@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
 #include <string.h>
@@ -201,6 +202,130 @@ TEST_F(child, handle_bad_ones_are_stale)
 	h.f_handle[7] = 0x7f;
 	EXPECT_EQ(from_handle(self->pidfd, &h, 0), -1);
 	EXPECT_EQ(errno, ESTALE);
+}
+
+static int thread_hold[2];
+
+static void *wait_for_the_test(void *unused)
+{
+	char c;
+
+	/* Alive until the test is done with our pid: it writes a byte. */
+	if (read(thread_hold[0], &c, 1) < 0)
+		return NULL;
+	return NULL;
+}
+
+static uint64_t ino_of(int pidfd)
+{
+	struct stat st;
+
+	return fstat(pidfd, &st) ? 0 : st.st_ino;
+}
+
+/*
+ * A thread has a struct pid, and an inode number with it, but pidfd_open()
+ * refuses it (6.1 has pidfds for processes only): a handle forged with its
+ * number must open nothing either. Inode numbers are handed out in order
+ * as pids are made: a thread made between two processes whose numbers are
+ * two apart has the one in the middle (retried when another pid came in
+ * between, which a quiet VM makes rare).
+ */
+TEST(handle_of_a_thread_opens_nothing)
+{
+	int tries, a_fd = -1, b_fd = -1, fd = -2, err = 0, found = 0;
+	uint64_t a, b, ino;
+	pthread_t t;
+	pid_t pa, pb;
+	struct handle h;
+
+	for (tries = 0; tries < 20 && !found; tries++) {
+		pa = spawn_sleeper();
+		ASSERT_GT(pa, 0);
+		a_fd = sys_pidfd_open(pa, 0);
+		ASSERT_GE(pipe(thread_hold), 0);
+		ASSERT_EQ(pthread_create(&t, NULL, wait_for_the_test, NULL), 0);
+		pb = spawn_sleeper();
+		ASSERT_GT(pb, 0);
+		b_fd = sys_pidfd_open(pb, 0);
+		a = a_fd < 0 ? 0 : ino_of(a_fd);
+		b = b_fd < 0 ? 0 : ino_of(b_fd);
+		found = a && b == a + 2;
+		if (found) {
+			ASSERT_EQ(to_handle(a_fd, &h), 0);
+			ASSERT_EQ(h.handle_bytes, sizeof(ino));
+			/* The genuine handle of a process opens ... */
+			fd = from_handle(a_fd, &h, 0);
+			EXPECT_GE(fd, 0);
+			if (fd >= 0)
+				close(fd);
+			/* ... the thread's does not. */
+			ino = a + 1;
+			memcpy(h.f_handle, &ino, sizeof(ino));
+			fd = from_handle(a_fd, &h, 0);
+			err = errno;
+			if (fd >= 0)
+				close(fd);
+		}
+		/*
+		 * The thread ends only now: its pid was alive when we asked.
+		 * A byte, not EOF: the sleeper forked after it holds the
+		 * pipe's write end too.
+		 */
+		ASSERT_EQ(write(thread_hold[1], "x", 1), 1);
+		pthread_join(t, NULL);
+		close(thread_hold[1]);
+		close(thread_hold[0]);
+		kill_and_reap(pa);
+		kill_and_reap(pb);
+		if (a_fd >= 0)
+			close(a_fd);
+		if (b_fd >= 0)
+			close(b_fd);
+	}
+	ASSERT_TRUE(found) {
+		TH_LOG("no two processes with only a thread between them in %d tries", tries);
+	}
+	EXPECT_EQ(fd, -1) {
+		TH_LOG("a handle with the inode number of a thread opened a pidfd");
+	}
+	EXPECT_EQ(err, ESTALE);
+}
+
+/*
+ * Asked from above, a handle of a process in a child pid namespace opens,
+ * as pidfd_open() of its pid did: below is visible, above is not.
+ */
+TEST(handle_from_the_parent_pid_namespace)
+{
+	int pidfd, got = -1, fd = -1, err = 0;
+	struct handle h;
+	pid_t pid;
+
+	pid = syscall(SYS_clone, CLONE_NEWPID | SIGCHLD, NULL, NULL, NULL, NULL);
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		for (;;)
+			pause();
+	}
+	pidfd = sys_pidfd_open(pid, 0);
+	if (pidfd >= 0)
+		got = to_handle(pidfd, &h);
+	if (got == 0) {
+		fd = from_handle(pidfd, &h, 0);
+		err = errno;
+	}
+	/* Asked: the child goes before anything can fail. */
+	kill_and_reap(pid);
+	ASSERT_GE(pidfd, 0);
+	ASSERT_EQ(got, 0);
+	EXPECT_GE(fd, 0) {
+		TH_LOG("a handle of a process in a child pid namespace: %s", strerror(err));
+	}
+	if (fd >= 0)
+		close(fd);
+	close(pidfd);
 }
 
 TEST_HARNESS_MAIN

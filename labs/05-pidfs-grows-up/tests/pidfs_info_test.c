@@ -206,6 +206,40 @@ TEST(info_from_a_child_pid_namespace)
 	close(outside);
 }
 
+/*
+ * The other side of the same rule: asked from our pid namespace about pid
+ * 1 of a child one, every number is ours. Its parent is us (it has none
+ * in its own pid namespace), and its pid is the one clone() gave us.
+ */
+TEST(info_from_the_parent_pid_namespace)
+{
+	struct pidfd_info info;
+	int pidfd, got;
+	pid_t parent = getpid(), pid;
+
+	pid = syscall(SYS_clone, CLONE_NEWPID | SIGCHLD, NULL, NULL, NULL, NULL);
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		die_with_parent(0);	/* our parent is outside: getppid() is 0 */
+		for (;;)
+			pause();
+	}
+	pidfd = sys_pidfd_open(pid, 0);
+	got = pidfd < 0 ? -1 : get_info(pidfd, 0, &info);
+	/* Asked: the child goes before anything can fail. */
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	ASSERT_GE(pidfd, 0);
+	ASSERT_EQ(got, 0);
+	EXPECT_EQ(info.pid, pid);
+	EXPECT_EQ(info.tgid, pid);
+	EXPECT_EQ(info.ppid, parent) {
+		TH_LOG("the parent of pid 1 of a child pid namespace, asked from ours: %u, not %d",
+		       info.ppid, parent);
+	}
+	close(pidfd);
+}
+
 TEST(exit_info_only_once_reaped)
 {
 	struct pidfd_info info;

@@ -217,4 +217,23 @@ TEST(reaped_before_its_pidfd_was_opened)
 	EXPECT_EQ(r.status, 12345);
 }
 
+/*
+ * When name_to_handle_at() fails, the caller learns why: the negative
+ * errno, not -1 (which reads as -EPERM). A descriptor that is not open
+ * has no handle: EBADF.
+ */
+TEST(handle_error_is_the_errno)
+{
+	struct pidfs_handle h;
+	int fds[2], mnt = -1;
+
+	memset(&h, 0, sizeof(h));
+	EXPECT_EQ(pidfd_to_handle(-1, &h, &mnt), -EBADF);
+	/* A descriptor number that was open a moment ago. */
+	ASSERT_EQ(pipe(fds), 0);
+	close(fds[0]);
+	close(fds[1]);
+	EXPECT_EQ(pidfd_to_handle(fds[0], &h, &mnt), -EBADF);
+}
+
 TEST_HARNESS_MAIN
