@@ -32,10 +32,10 @@
  * harness, run-tests and the shell see the same death as before.
  *
  * A program that runs too long is named the same way. run-tests puts
- * LAB_HANG_SECONDS=N in the environment of the lab's tests and demos: a
- * test (the kselftest harness runs each TEST in a child it forks) or
- * any child forked from a program gets a timer of N seconds from its
- * fork; a program that is not a test, from its start. When it fires,
+ * LAB_HANG_SECONDS=N in the environment of the lab's tests and demos:
+ * each child a test forks (the kselftest harness runs each TEST in one)
+ * gets a timer of N seconds from its fork, and a program that is not a
+ * test one from its start; their own children get none. When it fires,
  * the line above says HANG for the signal and code=N, with the pc and
  * the stack of where the program is, and the program dies of that
  * signal: an endless loop or a wait for what never comes is named at
@@ -352,13 +352,23 @@ static void lab_crash_read_build_id(void)
 	}
 }
 
-/* The watchdog of this process: LAB_HANG_SECONDS from now. */
+/*
+ * The watchdog of this process: LAB_HANG_SECONDS from now. One level
+ * only: a test's children (a sleeper its fixture keeps to be killed) and
+ * a program's children live as long as their parent decides, and the
+ * parent that waits for them is the one named if it waits too long.
+ */
+static int lab_hang_armed;
+
 static void lab_hang_arm(void)
 {
 	struct sigevent ev = { .sigev_notify = SIGEV_SIGNAL, .sigev_signo = lab_hang_signal };
 	struct itimerspec at = { .it_value = { .tv_sec = lab_hang_seconds } };
 	timer_t timer;
 
+	if (lab_hang_armed)
+		return;
+	lab_hang_armed = 1;
 	if (timer_create(CLOCK_MONOTONIC, &ev, &timer) == 0)
 		timer_settime(timer, 0, &at, NULL);
 }
